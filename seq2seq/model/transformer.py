@@ -1,0 +1,200 @@
+"""Encoder, Decoder and the Seq2Seq model: full forward for training, encode/decode_step for search.
+
+Masks are derived from `pad_id` here, once: `src_keep = src != pad_id` (True = real token).
+Targets are right-padded and decoder self-attention is causal, so real target tokens never see
+padding and the decoder needs no target mask at all (padded positions' outputs are ignored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from seq2seq.nn.attention import AttentionContext
+from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
+from seq2seq.nn.kv_cache import DecoderState, KVCache
+from seq2seq.nn.layers import DecoderLayer, EncoderLayer, MemoryDownsampler
+from seq2seq.nn.positional import LearnedPositions, RotaryEmbedding, SinusoidalPositions, alibi_slopes
+
+POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "alibi")
+
+
+@dataclass
+class EncoderOutput:
+    """The encoder's result. states: (B, S, D); keep: (B, S) True = real source token."""
+
+    states: Tensor
+    keep: Tensor
+
+
+class PositionScheme(nn.Module):
+    """One stack's position machinery; builds the AttentionContext shared by all its layers."""
+
+    def __init__(self, kind: str, *, d_model: int, n_heads: int, max_positions: int, alibi_cross: bool) -> None:
+        super().__init__()
+        self.kind = kind
+        self.alibi_cross = alibi_cross
+        self.absolute: nn.Module | None = None
+        self.rotary: RotaryEmbedding | None = None
+        if kind == "sinusoidal":
+            self.absolute = SinusoidalPositions(d_model)
+        elif kind == "learned":
+            self.absolute = LearnedPositions(d_model, max_positions)
+        elif kind == "rope":
+            self.rotary = RotaryEmbedding(d_model // n_heads)
+        self.register_buffer("slopes", alibi_slopes(n_heads) if kind == "alibi" else None, persistent=False)
+
+    def embed(self, x: Tensor, positions: Tensor) -> Tensor:
+        """Add absolute positions if this scheme has them. Shapes: x (B, T, D), positions (T,)."""
+        return x if self.absolute is None else x + self.absolute(positions).to(x.dtype)
+
+    def self_context(
+        self, *, keep: Tensor | None, causal: bool, q_positions: Tensor, k_positions: Tensor
+    ) -> AttentionContext:
+        rope = self.rotary(q_positions) if self.rotary is not None else None
+        return AttentionContext(keep=keep, causal=causal, rope=rope, alibi_slopes=self.slopes,
+                                q_positions=q_positions, k_positions=k_positions)  # fmt: skip
+
+    def cross_context(self, *, keep: Tensor, q_positions: Tensor, memory_positions: Tensor) -> AttentionContext:
+        slopes = self.slopes if self.alibi_cross else None
+        return AttentionContext(keep=keep, alibi_slopes=slopes, q_positions=q_positions,
+                                k_positions=memory_positions)  # fmt: skip
+
+
+class _Stack(nn.Module):
+    """Shared plumbing: embedding + positions + dropout, layers with optional checkpointing, final norm."""
+
+    def __init__(
+        self, embedding: TokenEmbedding, positions: PositionScheme, layers: list[nn.Module], *,
+        d_model: int, norm: str, dropout: float, checkpoint_activations: bool,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.embedding = embedding
+        self.positions = positions
+        self.layers = nn.ModuleList(layers)
+        self.dropout = nn.Dropout(dropout)
+        self.final_norm = nn.LayerNorm(d_model) if norm == "pre" else nn.Identity()
+        self.checkpoint_activations = checkpoint_activations
+
+    def _embed(self, tokens: Tensor, positions: Tensor) -> Tensor:
+        return self.dropout(self.positions.embed(self.embedding(tokens), positions))  # (B, T, D)
+
+    def _run_layer(self, layer: Callable[..., Tensor], *args: Any) -> Tensor:
+        if self.checkpoint_activations and self.training and torch.is_grad_enabled():
+            return checkpoint(layer, *args, use_reentrant=False)
+        return layer(*args)
+
+
+class Encoder(_Stack):
+    def forward(self, src: Tensor, keep: Tensor) -> Tensor:
+        """Shapes: src (B, S), keep (B, S) -> (B, S, D)."""
+        positions = torch.arange(src.shape[1], device=src.device)  # (S,)
+        x = self._embed(src, positions)
+        context = self.positions.self_context(keep=keep, causal=False, q_positions=positions, k_positions=positions)
+        for layer in self.layers:
+            x = self._run_layer(layer, x, context)
+        return self.final_norm(x)
+
+
+class Decoder(_Stack):
+    def __init__(self, *args: Any, downsampler: MemoryDownsampler, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.downsampler = downsampler
+
+    def project_memory(self, memory: EncoderOutput) -> tuple[list[tuple[Tensor, Tensor]], Tensor, Tensor]:
+        """Pool the memory and compute every layer's cross-attention K/V once.
+
+        Shapes: -> per layer 2 x (B, H, S', Dh); keep (B, S'); positions (S',)
+        """
+        pooled, keep, positions = self.downsampler(memory.states, memory.keep)
+        return [layer.cross_attn.project_memory(pooled) for layer in self.layers], keep, positions
+
+    def forward(self, tgt_in: Tensor, memory: EncoderOutput) -> Tensor:
+        """Shapes: tgt_in (B, T), memory.states (B, S, D) -> (B, T, D)."""
+        cross_kv, memory_keep, memory_positions = self.project_memory(memory)
+        x, self_context, cross_context = self._prepare(tgt_in, 0, memory_keep, memory_positions)
+        for index, layer in enumerate(self.layers):
+            x = self._run_layer(layer, x, cross_kv[index], self_context, cross_context)
+        return self.final_norm(x)
+
+    def step(self, tokens: Tensor, state: DecoderState) -> Tensor:
+        """Run the new tokens through the cached decoder. Shapes: tokens (N, t) -> (N, t, D)."""
+        x, self_context, cross_context = self._prepare(tokens, state.steps, state.memory_keep,
+                                                       state.memory_positions)  # fmt: skip
+        for layer, cache, memory_kv in zip(self.layers, state.caches, state.cross_kv):
+            x = layer(x, memory_kv, self_context, cross_context, cache)
+        state.steps += tokens.shape[1]
+        return self.final_norm(x)
+
+    def cross_attention(self, tgt_in: Tensor, memory: EncoderOutput, *, layer: int = -1) -> Tensor:
+        """Probabilities of layer `layer`'s cross-attention. Shapes: tgt_in (B, T) -> (B, H, T, S')."""
+        cross_kv, memory_keep, memory_positions = self.project_memory(memory)
+        x, self_context, cross_context = self._prepare(tgt_in, 0, memory_keep, memory_positions)
+        chosen = range(len(self.layers))[layer]
+        for index in range(chosen):
+            x = self.layers[index](x, cross_kv[index], self_context, cross_context)
+        return self.layers[chosen].cross_attention_probabilities(x, cross_kv[chosen], self_context, cross_context)
+
+    def _prepare(
+        self, tokens: Tensor, start: int, memory_keep: Tensor, memory_positions: Tensor
+    ) -> tuple[Tensor, AttentionContext, AttentionContext]:
+        """Embed tokens at positions start.. and build both attention contexts (no host sync)."""
+        length = tokens.shape[1]
+        positions = torch.arange(start, start + length, device=tokens.device)  # (t,)
+        all_positions = torch.arange(start + length, device=tokens.device)  # keys: cache + new
+        self_context = self.positions.self_context(keep=None, causal=True, q_positions=positions,
+                                                   k_positions=all_positions)  # fmt: skip
+        cross_context = self.positions.cross_context(keep=memory_keep, q_positions=positions,
+                                                     memory_positions=memory_positions)  # fmt: skip
+        return self._embed(tokens, positions), self_context, cross_context
+
+
+class Seq2Seq(nn.Module):
+    """Encoder-decoder Transformer. `config` holds the builder arguments (saved in checkpoints)."""
+
+    def __init__(self, encoder: Encoder, decoder: Decoder, output: OutputProjection, *, pad_id: int,
+                 config: dict[str, Any] | None = None) -> None:  # fmt: skip
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.output = output
+        self.pad_id = pad_id
+        self.config = dict(config or {})
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits. Shapes: src (B, S), tgt_in (B, T) -> (B, T, V)."""
+        return self.output(self.decoder(tgt_in, self.encode(src)))
+
+    def encode(self, src: Tensor) -> EncoderOutput:
+        """Shapes: src (B, S) -> EncoderOutput(states (B, S, D), keep (B, S))."""
+        keep = src != self.pad_id  # (B, S)
+        return EncoderOutput(states=self.encoder(src, keep), keep=keep)
+
+    def init_state(self, memory: EncoderOutput, beam_size: int = 1) -> DecoderState:
+        """Cross-attention K/V computed once, then repeated for `beam_size` hypotheses per sentence.
+
+        Row b * beam_size + k of the state is hypothesis k of sentence b.
+        """
+        cross_kv, keep, positions = self.decoder.project_memory(memory)
+        if beam_size > 1:
+            cross_kv = [(k.repeat_interleave(beam_size, 0), v.repeat_interleave(beam_size, 0)) for k, v in cross_kv]
+            keep = keep.repeat_interleave(beam_size, 0)
+        caches = [KVCache() for _ in self.decoder.layers]
+        return DecoderState(caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=positions)
+
+    def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        """Logits for the token after `prev_tokens`. Shapes: prev_tokens (N, t) -> (N, V)."""
+        hidden = self.decoder.step(prev_tokens, state)  # (N, t, D)
+        return self.output(hidden[:, -1]), state
+
+    @torch.no_grad()
+    def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:
+        """Cross-attention probabilities of one decoder layer (for heat maps and alignments).
+
+        Shapes: src (B, S), tgt_in (B, T) -> (B, H, T, S'), S' = pooled source length.
+        """
+        return self.decoder.cross_attention(tgt_in, self.encode(src), layer=layer)

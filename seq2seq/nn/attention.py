@@ -1,0 +1,158 @@
+"""Multi-head self- and cross-attention with fused projections.
+
+Positional machinery arrives ready-made in an `AttentionContext`, built once per stack and
+forward and handed to every layer, so layers never recompute RoPE tables or ALiBi biases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from torch import Tensor, nn
+
+from seq2seq.nn.backends import attend, attention_probabilities, build_keep, local_attend
+from seq2seq.nn.kv_cache import KVCache
+from seq2seq.nn.positional import alibi_bias, apply_rotary
+
+
+@dataclass
+class AttentionContext:
+    """Everything a layer needs to know about positions and masking for one attention call.
+
+    keep:         (B, Tk) True = attend, or None when every key is real.
+    causal:       queries see only earlier keys (bottom-right aligned for cached decoding).
+    rope:         cos, sin tables (Tq, Dh) for the new tokens' positions, or None.
+    alibi_slopes: (H,) per-head slopes, or None.
+    q_positions:  (Tq,) positions of the queries; k_positions: (Tk,) of all keys (cache included).
+    """
+
+    keep: Optional[Tensor] = None
+    causal: bool = False
+    rope: Optional[tuple[Tensor, Tensor]] = None
+    alibi_slopes: Optional[Tensor] = None
+    q_positions: Optional[Tensor] = None
+    k_positions: Optional[Tensor] = None
+    _bias: Optional[Tensor] = field(default=None, repr=False)
+
+    def dense_bias(self) -> Optional[Tensor]:
+        """ALiBi bias (H, Tq, Tk), computed on first use and shared by all layers."""
+        if self.alibi_slopes is None:
+            return None
+        if self._bias is None:
+            self._bias = alibi_bias(self.alibi_slopes, self.q_positions, self.k_positions)
+        return self._bias
+
+
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """Shapes: (B, T, D) -> (B, H, T, Dh)."""
+    batch, length, dim = x.shape
+    return x.view(batch, length, n_heads, dim // n_heads).transpose(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """Shapes: (B, H, T, Dh) -> (B, T, D)."""
+    batch, heads, length, head_dim = x.shape
+    return x.transpose(1, 2).reshape(batch, length, heads * head_dim)
+
+
+def _init_fused(linear: nn.Linear, parts: int) -> None:
+    """Xavier-initialise each of the fused q/k/v blocks as if it were its own (D, D) projection."""
+    for chunk in linear.weight.data.chunk(parts, dim=0):
+        nn.init.xavier_uniform_(chunk)
+    if linear.bias is not None:
+        nn.init.zeros_(linear.bias)
+
+
+class SelfAttention(nn.Module):
+    """Self-attention with one fused QKV projection, optional sliding window and KV cache."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        *,
+        dropout: float = 0.0,
+        backend: str = "sdpa",
+        window: Optional[int] = None,
+    ) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.backend = backend
+        self.window = window
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        _init_fused(self.qkv, 3)
+        _init_fused(self.out, 1)
+
+    def forward(self, x: Tensor, context: AttentionContext, cache: Optional[KVCache] = None) -> Tensor:
+        """Shapes: x (B, T, D) -> (B, T, D). With a cache, x holds only the new tokens."""
+        q, k, v = split_heads(self.qkv(x), 3 * self.n_heads).chunk(3, dim=1)  # each (B, H, T, Dh)
+        if context.rope is not None:
+            cos, sin = context.rope
+            q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, H, Tk, Dh): all keys so far
+        out = self._attend(q, k, v, context)  # (B, H, T, Dh)
+        return self.out(merge_heads(out))
+
+    def _attend(self, q: Tensor, k: Tensor, v: Tensor, context: AttentionContext) -> Tensor:
+        dropout_p = self.dropout if self.training else 0.0
+        tq, tk = q.shape[-2], k.shape[-2]
+        window = self.window
+        if window is not None and tq == tk and tq > 2 * window:
+            return local_attend(
+                q, k, v, window=window, causal=context.causal, keep=context.keep,
+                alibi_slopes=context.alibi_slopes, dropout_p=dropout_p, backend=self.backend,
+            )  # fmt: skip
+        keep, bias = context.keep, context.dense_bias()
+        if window is not None and tk > tq + window - 1 and context.causal:
+            # Cached decoding: only the last tq + W - 1 keys can be visible.
+            first = tk - (tq + window - 1)
+            k, v = k[:, :, first:], v[:, :, first:]
+            keep = None if keep is None else keep[..., first:]
+            bias = None if bias is None else bias[..., first:]
+        return attend(
+            q, k, v, keep=keep, causal=context.causal, window=window, bias=bias,
+            dropout_p=dropout_p, backend=self.backend,
+        )  # fmt: skip
+
+
+class CrossAttention(nn.Module):
+    """Decoder-to-encoder attention; the memory's fused K/V projection is computed once per sentence."""
+
+    def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0, backend: str = "sdpa") -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.backend = backend
+        self.q = nn.Linear(d_model, d_model)
+        self.kv = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        for linear, parts in ((self.q, 1), (self.kv, 2), (self.out, 1)):
+            _init_fused(linear, parts)
+
+    def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Shapes: memory (B, S, D) -> k, v: (B, H, S, Dh)."""
+        k, v = split_heads(self.kv(memory), 2 * self.n_heads).chunk(2, dim=1)
+        return k, v
+
+    def forward(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], context: AttentionContext) -> Tensor:
+        """Shapes: x (B, T, D), memory_kv 2 x (B, H, S, Dh) -> (B, T, D)."""
+        q = split_heads(self.q(x), self.n_heads)  # (B, H, T, Dh)
+        k, v = memory_kv
+        out = attend(
+            q, k, v, keep=context.keep, bias=context.dense_bias(),
+            dropout_p=self.dropout if self.training else 0.0, backend=self.backend,
+        )  # fmt: skip
+        return self.out(merge_heads(out))
+
+    def probabilities(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], context: AttentionContext) -> Tensor:
+        """Attention weights for pictures and alignments. Shapes: -> (B, H, T, S)."""
+        q = split_heads(self.q(x), self.n_heads)
+        mask = build_keep(context.keep, causal=False, window=None, tq=q.shape[-2], tk=memory_kv[0].shape[-2],
+                          device=q.device)  # fmt: skip
+        return attention_probabilities(q, memory_kv[0], mask=mask, bias=context.dense_bias())
+
+

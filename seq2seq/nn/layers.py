@@ -1,0 +1,173 @@
+"""Transformer layers: feed-forward, encoder and decoder layers, and cross-attention memory pooling."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seq2seq.nn.attention import AttentionContext, CrossAttention, SelfAttention
+from seq2seq.nn.kv_cache import KVCache
+
+ACTIVATIONS = ("relu", "gelu", "swiglu")
+NORMS = ("pre", "post")
+DOWNSAMPLE_MODES = ("avg", "conv")
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP: relu / gelu, or SwiGLU (Shazeer, 2020) with one fused gate+value projection."""
+
+    def __init__(self, d_model: int, ffn_dim: int, *, activation: str = "relu", dropout: float = 0.0) -> None:
+        super().__init__()
+        self.activation = activation
+        self.up = nn.Linear(d_model, 2 * ffn_dim if activation == "swiglu" else ffn_dim)
+        self.down = nn.Linear(ffn_dim, d_model)
+        self.dropout = nn.Dropout(dropout)
+        for linear in (self.up, self.down):
+            nn.init.xavier_uniform_(linear.weight)
+            nn.init.zeros_(linear.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Shapes: (B, T, D) -> (B, T, D)."""
+        hidden = self.up(x)  # (B, T, F) or (B, T, 2F)
+        if self.activation == "swiglu":
+            gate, value = hidden.chunk(2, dim=-1)
+            hidden = F.silu(gate) * value
+        elif self.activation == "gelu":
+            hidden = F.gelu(hidden)
+        else:
+            hidden = F.relu(hidden)
+        return self.down(self.dropout(hidden))
+
+
+class Residual(nn.Module):
+    """x + dropout(f(norm(x))) for pre-norm, norm(x + dropout(f(x))) for post-norm."""
+
+    def __init__(self, d_model: int, *, norm: str, dropout: float) -> None:
+        super().__init__()
+        self.pre_norm = norm == "pre"
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def sublayer_input(self, x: Tensor) -> Tensor:
+        """What the sublayer sees: the normalised stream (pre-norm) or the stream itself (post-norm)."""
+        return self.norm(x) if self.pre_norm else x
+
+    def forward(self, x: Tensor, sublayer_output_of: Callable[[Tensor], Tensor]) -> Tensor:
+        if self.pre_norm:
+            return x + self.dropout(sublayer_output_of(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer_output_of(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        ffn_dim: int,
+        *,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        activation: str = "relu",
+        norm: str = "pre",
+        backend: str = "sdpa",
+        window: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.self_attn = SelfAttention(d_model, n_heads, dropout=attention_dropout, backend=backend, window=window)
+        self.ffn = FeedForward(d_model, ffn_dim, activation=activation, dropout=activation_dropout)
+        self.attn_block = Residual(d_model, norm=norm, dropout=dropout)
+        self.ffn_block = Residual(d_model, norm=norm, dropout=dropout)
+
+    def forward(self, x: Tensor, context: AttentionContext) -> Tensor:
+        """Shapes: x (B, S, D) -> (B, S, D)."""
+        x = self.attn_block(x, lambda h: self.self_attn(h, context))
+        return self.ffn_block(x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        ffn_dim: int,
+        *,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.0,
+        activation_dropout: float = 0.0,
+        activation: str = "relu",
+        norm: str = "pre",
+        backend: str = "sdpa",
+        window: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.self_attn = SelfAttention(d_model, n_heads, dropout=attention_dropout, backend=backend, window=window)
+        self.cross_attn = CrossAttention(d_model, n_heads, dropout=attention_dropout, backend=backend)
+        self.ffn = FeedForward(d_model, ffn_dim, activation=activation, dropout=activation_dropout)
+        self.self_block = Residual(d_model, norm=norm, dropout=dropout)
+        self.cross_block = Residual(d_model, norm=norm, dropout=dropout)
+        self.ffn_block = Residual(d_model, norm=norm, dropout=dropout)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory_kv: tuple[Tensor, Tensor],
+        self_context: AttentionContext,
+        cross_context: AttentionContext,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """Shapes: x (B, T, D), memory_kv 2 x (B, H, S', Dh) -> (B, T, D)."""
+        x = self.self_block(x, lambda h: self.self_attn(h, self_context, cache))
+        x = self.cross_block(x, lambda h: self.cross_attn(h, memory_kv, cross_context))
+        return self.ffn_block(x, self.ffn)
+
+    def cross_attention_probabilities(
+        self,
+        x: Tensor,
+        memory_kv: tuple[Tensor, Tensor],
+        self_context: AttentionContext,
+        cross_context: AttentionContext,
+    ) -> Tensor:
+        """This layer's cross-attention weights for input x. Shapes: -> (B, H, T, S')."""
+        x = self.self_block(x, lambda h: self.self_attn(h, self_context))
+        return self.cross_attn.probabilities(self.cross_block.sublayer_input(x), memory_kv, cross_context)
+
+
+class MemoryDownsampler(nn.Module):
+    """Pool the encoder output by `stride` before cross-attention (shorter memory, cheaper decoding).
+
+    "avg" averages the real (non-pad) positions of each group; "conv" is a learned strided
+    convolution over pad-zeroed inputs. A pooled position is kept if any of its inputs is kept.
+    """
+
+    def __init__(self, d_model: int, stride: int, *, mode: str = "avg") -> None:
+        super().__init__()
+        self.stride = stride
+        self.mode = mode
+        self.conv = nn.Conv1d(d_model, d_model, kernel_size=stride, stride=stride) if mode == "conv" else None
+
+    def forward(self, memory: Tensor, keep: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Shapes: memory (B, S, D), keep (B, S) -> pooled (B, S', D), keep (B, S'), positions (S',).
+
+        S' = ceil(S / stride); positions are the centres of the pooled groups (float).
+        """
+        stride = self.stride
+        batch, length, dim = memory.shape
+        pooled_length = math.ceil(length / stride)
+        positions = torch.arange(pooled_length, device=memory.device) * stride + (stride - 1) / 2
+        if stride == 1:
+            return memory, keep, positions
+        tail = pooled_length * stride - length
+        keep_f = F.pad(keep, (0, tail), value=False).to(memory.dtype)  # (B, S'*r)
+        masked = F.pad(memory, (0, 0, 0, tail)) * keep_f[..., None]  # (B, S'*r, D), pads zeroed
+        pooled_keep = keep_f.view(batch, pooled_length, stride).amax(dim=-1) > 0  # (B, S')
+        if self.conv is not None:
+            pooled = self.conv(masked.transpose(1, 2)).transpose(1, 2)  # (B, S', D)
+        else:
+            counts = keep_f.view(batch, pooled_length, stride).sum(-1, keepdim=True).clamp(min=1)  # (B, S', 1)
+            pooled = masked.view(batch, pooled_length, stride, dim).sum(2) / counts  # (B, S', D)
+        return pooled, pooled_keep, positions
