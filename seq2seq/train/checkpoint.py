@@ -1,0 +1,222 @@
+"""The checkpoint file: format version, atomic writes, safe loading, migration and rotation.
+
+A checkpoint is one ``torch.save`` of a dict holding only tensors and plain Python values (dict,
+list, tuple, str, bytes, int, float, bool, None, torch dtypes/sizes/devices), plus the key
+``format_version``. That restriction lets ``load_checkpoint`` use ``torch.load(weights_only=True)``,
+which never runs code from the file; ``save_checkpoint`` enforces it up front so a bad value fails on
+the first save, not when resuming days later. Convert configs with ``OmegaConf.to_container`` and
+store RNG states via ``seq2seq.train.rng.rng_state`` (numpy arrays become lists).
+
+To change the layout: bump ``FORMAT_VERSION`` and register ``MIGRATIONS[old] = fn`` turning a payload
+of version ``old`` into one of version ``old + 1``; ``migrate`` chains them on load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import re
+import tempfile
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+VERSION_KEY = "format_version"
+# Names the rotation never deletes, whatever pattern it is given.
+PROTECTED_NAMES = frozenset({"last.pt", "best.pt"})
+
+Payload = dict[str, Any]
+# MIGRATIONS[v] upgrades a version-v payload to version v + 1. Empty: version 1 is the first format.
+MIGRATIONS: dict[int, Callable[[Payload], Payload]] = {}
+
+# What torch.load raises on damaged bytes (seen by truncating and flipping bytes of real files).
+_DAMAGED_FILE_ERRORS = (
+    RuntimeError,
+    EOFError,
+    OSError,
+    ValueError,
+    LookupError,
+    TypeError,
+    AttributeError,
+    ArithmeticError,
+    MemoryError,
+)
+# Exact types: subclasses such as numpy.float64 (a float), IntEnum or namedtuple pickle as classes.
+_PLAIN_TYPES = (str, bytes, int, float, bool, type(None), torch.dtype, torch.device)
+_MAPPING_TYPES = (dict, OrderedDict)
+_SEQUENCE_TYPES = (list, tuple, torch.Size)
+
+
+def _check_storable(value: Any, where: str) -> None:
+    """Raise TypeError naming the first value that ``weights_only`` loading would reject."""
+    if type(value) in _MAPPING_TYPES:
+        for key, item in value.items():
+            if type(key) not in (str, int):
+                raise TypeError(
+                    f"checkpoint key {where}[{key!r}] must be str or int, not {type(key).__name__}"
+                )
+            _check_storable(item, f"{where}[{key!r}]")
+    elif type(value) in _SEQUENCE_TYPES:
+        for index, item in enumerate(value):
+            _check_storable(item, f"{where}[{index}]")
+    elif not (type(value) in _PLAIN_TYPES or isinstance(value, torch.Tensor)):
+        raise TypeError(
+            f"checkpoint value {where} is a {type(value).__module__}.{type(value).__qualname__}; store only "
+            "tensors and plain Python values (OmegaConf.to_container for configs, lists for numpy arrays)"
+        )
+
+
+def save_checkpoint(path: Path, payload: Payload) -> None:
+    """Write ``payload`` (plus ``format_version``) to ``path`` so that readers see the old file or the
+    complete new one, never a partial write: temp file in the same directory, fsync, ``os.replace``."""
+    path = Path(path)
+    _check_storable(payload, "payload")
+    payload = {**payload, VERSION_KEY: FORMAT_VERSION}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+    log.info("saved checkpoint %s", path)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable; not every platform can open a directory, which is harmless."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _summary(error: BaseException) -> str:
+    """The first sentence of torch's often multi-paragraph load errors, prefixed by the error type."""
+    text = str(error)
+    marker = "WeightsUnpickler error:"
+    if marker in text:
+        text = text.split(marker, 1)[1]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    sentence = lines[0].split(". ", 1)[0].rstrip(".")
+    if len(sentence) > 160:
+        sentence = sentence[:157] + "..."
+    return f"{type(error).__name__}: {sentence}"
+
+
+def _read(path: Path, map_location: str | torch.device | None) -> Any:
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except PermissionError:
+        raise UserError(f"cannot read checkpoint {path} (permission denied); fix its permissions") from None
+    except pickle.UnpicklingError as error:
+        if "Unsupported global" in str(error):
+            raise UserError(
+                f"{path} holds Python objects other than tensors and plain values ({_summary(error)}); "
+                "it was not written by seq2seq, pass a seq2seq checkpoint"
+            ) from None
+        raise UserError(
+            f"checkpoint {path} is corrupt or truncated ({_summary(error)}); "
+            "delete it or resume from another checkpoint"
+        ) from None
+    except _DAMAGED_FILE_ERRORS as error:
+        raise UserError(
+            f"checkpoint {path} is corrupt or truncated ({_summary(error)}); "
+            "delete it or resume from another checkpoint"
+        ) from None
+
+
+def load_checkpoint(path: Path, map_location: str | torch.device | None = "cpu") -> Payload:
+    """Read, validate and migrate a checkpoint; every problem with the file is a one-line UserError."""
+    path = Path(path)
+    if not path.is_file():
+        what = "is a directory, not a file" if path.is_dir() else "does not exist"
+        raise UserError(f"checkpoint {path} {what}; pass the path of a .pt checkpoint file")
+    payload = _read(path, map_location)
+    if not isinstance(payload, dict) or VERSION_KEY not in payload:
+        raise UserError(
+            f"{path} is not a seq2seq checkpoint (no {VERSION_KEY}); pass one written by training"
+        )
+    version = payload[VERSION_KEY]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise UserError(
+            f"checkpoint {path} has an invalid {VERSION_KEY}={version!r}; it is damaged or foreign"
+        )
+    if version > FORMAT_VERSION:
+        raise UserError(
+            f"checkpoint {path} has format version {version}, newer than the supported {FORMAT_VERSION}; "
+            "upgrade seq2seq to read it"
+        )
+    try:
+        return migrate(payload)
+    except UserError as error:
+        raise UserError(f"checkpoint {path}: {error}") from None
+
+
+def migrate(payload: Payload) -> Payload:
+    """Upgrade a payload of any older format to ``FORMAT_VERSION``, one registered step at a time."""
+    version = payload[VERSION_KEY]
+    while version < FORMAT_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise UserError(
+                f"format version {version} cannot be migrated by this seq2seq; use an older release"
+            )
+        payload = step(dict(payload))
+        version += 1
+        payload[VERSION_KEY] = version
+        log.info("migrated checkpoint payload from format version %d to %d", version - 1, version)
+    return payload
+
+
+def _step_regex(pattern: str) -> re.Pattern[str]:
+    if pattern.count("{step}") != 1 or "/" in pattern or os.sep in pattern:
+        raise UserError(
+            f"checkpoint pattern {pattern!r} must be a file name containing '{{step}}' exactly once, "
+            "e.g. 'checkpoint_{step}.pt'"
+        )
+    before, after = pattern.split("{step}")
+    return re.compile(re.escape(before) + r"(\d+)" + re.escape(after))
+
+
+def rotate_checkpoints(directory: Path, pattern: str = "checkpoint_{step}.pt", *, keep: int) -> list[Path]:
+    """Delete all but the ``keep`` highest-step files named like ``pattern``; return what was removed.
+
+    Steps compare as numbers (``checkpoint_1000.pt`` is newer than ``checkpoint_999.pt``).
+    ``last.pt`` and ``best.pt`` are never touched, nor is anything that does not match ``pattern``.
+    """
+    if keep < 0:
+        raise UserError(f"keep={keep} must be non-negative; use 0 to keep only last.pt and best.pt")
+    regex = _step_regex(pattern)
+    numbered = []
+    for candidate in Path(directory).iterdir():
+        match = regex.fullmatch(candidate.name)
+        if match and candidate.is_file() and candidate.name not in PROTECTED_NAMES:
+            numbered.append((int(match.group(1)), candidate))
+    numbered.sort()
+    doomed = [path for _, path in numbered[: max(0, len(numbered) - keep)]]
+    for path in doomed:
+        path.unlink(missing_ok=True)
+        log.info("removed old checkpoint %s", path)
+    return doomed
