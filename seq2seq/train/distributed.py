@@ -1,0 +1,67 @@
+"""Data parallelism on torch.distributed (gloo on CPU, NCCL on GPU), launched by torchrun.
+
+Without torchrun every helper here degrades to the single-process answer, so the loop has no
+special cases: rank 0 is "main", world size 1, and reductions return their input.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+import torch.distributed as dist
+
+log = logging.getLogger(__name__)
+
+
+def launched_by_torchrun() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def initialize(device: torch.device) -> None:
+    """Join the process group torchrun describes in the environment (no-op for one process)."""
+    if not launched_by_torchrun() or dist.is_initialized():
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend=backend)
+    log.info("rank %d of %d joined the %s process group", rank(), world_size(), backend)
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def world_size() -> int:
+    return dist.get_world_size() if dist.is_initialized() else 1
+
+
+def rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
+def local_rank() -> int:
+    return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def is_main() -> bool:
+    return rank() == 0
+
+
+def all_reduce_sum(value: float, device: torch.device) -> float:
+    """Sum a Python number over all ranks."""
+    if not dist.is_initialized():
+        return value
+    tensor = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(tensor)
+    return float(tensor.item())
+
+
+def broadcast_object(value: object) -> object:
+    """Rank 0's value on every rank (e.g. a decision made by the main process)."""
+    if not dist.is_initialized():
+        return value
+    holder = [value]
+    dist.broadcast_object_list(holder, src=0)
+    return holder[0]

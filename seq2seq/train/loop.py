@@ -1,0 +1,306 @@
+"""The training loop: updates, stopping rules, validation, checkpoints and exact resumption.
+
+No Hydra here: the CLI builds every part and hands it over. The loop owns the order of things:
+one update = `update_freq` token-budget batches whose summed loss is divided by the number of
+target tokens in all of them (on all ranks), then clip, skip if non-finite, step, schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+from torch import nn
+
+from seq2seq.errors import UserError
+from seq2seq.train import distributed
+from seq2seq.train.checkpoint import FORMAT_VERSION, load_checkpoint, rotate_checkpoints, save_checkpoint
+from seq2seq.train.optim import clip_gradients
+from seq2seq.train.rng import rng_state, set_rng_state
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainerOptions:
+    """Explicit settings of the loop (the CLI fills them from the `trainer` config group)."""
+
+    max_updates: int = 100000
+    max_epochs: int = 1000
+    max_minutes: float | None = None
+    update_freq: int = 1
+    clip_norm: float | None = 1.0
+    precision: str = "fp32"
+    validate_every: int | None = 2000
+    validate_every_minutes: float | None = None
+    early_stop_patience: int | None = None
+    save_every: int | None = 2000
+    keep_last: int = 3
+    log_every: int = 50
+    max_consecutive_nonfinite: int = 10
+
+
+@dataclass
+class TrainState:
+    """Counters that survive a resume."""
+
+    step: int = 0
+    epoch: int = 0
+    elapsed_seconds: float = 0.0
+    best_bleu: float | None = None
+    validations_without_improvement: int = 0
+    nonfinite_skipped: int = 0
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+class Trainer:
+    """Runs updates until a stopping rule fires; everything it needs is passed in."""
+
+    def __init__(
+        self,
+        *,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: Any,
+        loss_fn: Callable[..., Any],
+        batches: Any,
+        make_batch: Callable[[list[int]], Any],
+        validate: Callable[[nn.Module, int], dict[str, Any]] | None,
+        reporter: Any,
+        output_dir: Path,
+        checkpoint_extras: dict[str, Any],
+        options: TrainerOptions,
+        device: torch.device,
+    ) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.scheduler = scheduler
+        self.loss_fn = loss_fn
+        self.batches = batches
+        self.make_batch = make_batch
+        self.validate_fn = validate
+        self.reporter = reporter
+        self.output_dir = Path(output_dir)
+        self.extras = checkpoint_extras
+        self.options = options
+        self.device = device
+        self.state = TrainState()
+        self.stop_requested: str | None = None
+        self._consecutive_nonfinite = 0
+
+    # ------------------------------------------------------------------ public
+    def fit(self) -> TrainState:
+        """Train until max_updates / max_epochs / max_minutes / early stopping / a signal."""
+        options = self.options
+        previous_handlers = self._install_signal_handlers()
+        start = time.monotonic() - self.state.elapsed_seconds
+        last_validation_time = time.monotonic()
+        self.reporter.start(total_updates=options.max_updates, initial=self.state.step)
+        try:
+            for group in self._update_groups():
+                self._update(group)
+                self.state.elapsed_seconds = time.monotonic() - start
+                step = self.state.step
+                minutes_since = (time.monotonic() - last_validation_time) / 60
+                # Rank 0 decides for everyone, so ranks never disagree on a wall-clock rule.
+                validate, stop = distributed.broadcast_object(
+                    (self._validation_due(step, minutes_since), self._should_stop()))
+                if validate:
+                    self._validate_and_save()
+                    last_validation_time = time.monotonic()
+                elif options.save_every and step % options.save_every == 0:
+                    self._save(numbered=True)
+                if stop:
+                    self.stop_requested = stop
+                    log.info("stopping at update %d: %s", step, stop)
+                    break
+            if self.stop_requested and self.stop_requested.startswith("signal"):
+                self._save(numbered=False)
+                log.info("stopped by %s at update %d; saved last.pt; run the same command to resume",
+                         self.stop_requested, self.state.step)  # fmt: skip
+            elif not self.state.history or self.state.history[-1]["step"] != self.state.step:
+                self._validate_and_save()
+        finally:
+            self.reporter.close()
+            self._restore_signal_handlers(previous_handlers)
+        return self.state
+
+    # ------------------------------------------------------------------ batches and updates
+    def _update_groups(self) -> Iterator[list[Any]]:
+        """Yield lists of `update_freq` batches, epoch after epoch, from the sampler's saved position."""
+        group: list[Any] = []
+        while self.state.epoch < self.options.max_epochs:
+            self.batches.set_epoch(self.state.epoch)
+            for indices in self.batches:
+                group.append(self.make_batch(indices))
+                if len(group) == self.options.update_freq:
+                    yield group
+                    group = []
+                    if self.stop_requested:
+                        return
+            self.state.epoch += 1
+            self.batches.set_epoch(self.state.epoch)
+        self.stop_requested = self.stop_requested or "max_epochs"
+
+    def _update(self, group: list[Any]) -> None:
+        model, options = self.model, self.options
+        model.train()
+        local_tokens = sum(batch.n_tgt_tokens for batch in group)
+        total_tokens = distributed.all_reduce_sum(float(local_tokens), self.device)
+        scale = distributed.world_size() / max(total_tokens, 1.0)  # DDP averages over ranks
+        loss_sum = nll_sum = 0.0
+        start = time.perf_counter()
+        for index, batch in enumerate(group):
+            batch = batch.to(self.device)
+            sync = index == len(group) - 1
+            with (nullcontext() if sync or not hasattr(model, "no_sync") else model.no_sync()), self._autocast():
+                logits = model(batch.src, batch.tgt_in)  # (B, T, V)
+                out = self.loss_fn(logits, batch.tgt_out)
+            (out.loss_sum * scale).backward()
+            loss_sum += float(out.loss_sum.detach())
+            nll_sum += float(out.nll_sum)
+        grad_norm = clip_gradients(model.parameters(), options.clip_norm)
+        finite = math.isfinite(loss_sum) and math.isfinite(grad_norm)
+        if finite:
+            self.optimizer.step()
+            self.scheduler.step()
+            self._consecutive_nonfinite = 0
+        else:
+            self._skip_nonfinite(loss_sum, grad_norm)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state.step += 1
+        self.reporter.update(
+            step=self.state.step, loss=loss_sum / max(local_tokens, 1), nll=nll_sum / max(local_tokens, 1),
+            lr=self.scheduler.get_last_lr()[0], grad_norm=grad_norm, tokens=local_tokens,
+            seconds=time.perf_counter() - start, log_now=self.state.step % options.log_every == 0,
+        )  # fmt: skip
+
+    def _skip_nonfinite(self, loss_sum: float, grad_norm: float) -> None:
+        self._consecutive_nonfinite += 1
+        self.state.nonfinite_skipped += 1
+        log.warning("update %d skipped: non-finite loss (%s) or gradient norm (%s); %d skipped so far",
+                    self.state.step + 1, loss_sum, grad_norm, self.state.nonfinite_skipped)  # fmt: skip
+        if self._consecutive_nonfinite >= self.options.max_consecutive_nonfinite:
+            self._save(numbered=False)
+            raise UserError(
+                f"training diverged: {self._consecutive_nonfinite} consecutive non-finite losses/gradients "
+                f"up to update {self.state.step + 1}; lower the learning rate, use fp32, or check the data"
+            )
+
+    def _autocast(self) -> Any:
+        if self.options.precision == "bf16":
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return nullcontext()
+
+    # ------------------------------------------------------------------ stopping and validation
+    def _validation_due(self, step: int, minutes_since: float) -> bool:
+        every, every_minutes = self.options.validate_every, self.options.validate_every_minutes
+        return bool((every and step % every == 0) or (every_minutes and minutes_since >= every_minutes))
+
+    def _should_stop(self) -> str | None:
+        """The reason to stop after this update, or None."""
+        options, state = self.options, self.state
+        if state.step >= options.max_updates:
+            self.stop_requested = self.stop_requested or "max_updates"
+        if options.max_minutes is not None and state.elapsed_seconds >= 60 * options.max_minutes:
+            self.stop_requested = self.stop_requested or "max_minutes"
+        patience = options.early_stop_patience
+        if patience is not None and state.validations_without_improvement >= patience:
+            self.stop_requested = self.stop_requested or f"no dev BLEU improvement in {patience} validations"
+        return self.stop_requested
+
+    def _validate_and_save(self) -> None:
+        metrics: dict[str, Any] = {}
+        if self.validate_fn is not None and distributed.is_main():
+            metrics = self.validate_fn(self._unwrapped(), self.state.step)
+        record = {"step": self.state.step, "minutes": self.state.elapsed_seconds / 60}
+        record.update({k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
+        self.state.history.append(record)
+        bleu = record.get("bleu")
+        improved = bleu is not None and (self.state.best_bleu is None or bleu > self.state.best_bleu)
+        if improved:
+            self.state.best_bleu = bleu
+            self.state.validations_without_improvement = 0
+        elif bleu is not None:
+            self.state.validations_without_improvement += 1
+        self.reporter.validation(self.state.step, metrics, best_bleu=self.state.best_bleu)
+        self._save(numbered=bool(self.options.save_every), best=improved)
+
+    # ------------------------------------------------------------------ checkpoints
+    def _unwrapped(self) -> nn.Module:
+        return getattr(self.model, "module", self.model)
+
+    def payload(self) -> dict[str, Any]:
+        state = self.state
+        return {
+            "format_version": FORMAT_VERSION,
+            "model": self._unwrapped().state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "batches": self.batches.state_dict(),
+            "rng": rng_state(),
+            "step": state.step,
+            "train_state": {
+                "epoch": state.epoch, "elapsed_seconds": state.elapsed_seconds, "best_bleu": state.best_bleu,
+                "validations_without_improvement": state.validations_without_improvement,
+                "nonfinite_skipped": state.nonfinite_skipped, "history": state.history,
+            },
+            **self.extras,
+        }  # fmt: skip
+
+    def _save(self, *, numbered: bool, best: bool = False) -> None:
+        if not distributed.is_main():
+            return
+        payload = self.payload()
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        save_checkpoint(self.output_dir / "last.pt", payload)
+        if numbered:
+            save_checkpoint(self.output_dir / f"checkpoint_{self.state.step}.pt", payload)
+            rotate_checkpoints(self.output_dir, "checkpoint_{step}.pt", keep=self.options.keep_last)
+        if best:
+            save_checkpoint(self.output_dir / "best.pt", payload)
+        log.info("saved checkpoint at update %d%s", self.state.step, " (new best)" if best else "")
+
+    def resume_from(self, path: Path) -> None:
+        """Restore everything a checkpoint holds, so training continues as if never stopped."""
+        payload = load_checkpoint(path, map_location=self.device)
+        try:
+            self._unwrapped().load_state_dict(payload["model"])
+            self.optimizer.load_state_dict(payload["optimizer"])
+        except (RuntimeError, KeyError, ValueError) as error:
+            first_line = str(error).strip().splitlines()[0]
+            raise UserError(f"checkpoint {path} does not fit this model/optimizer ({first_line}); "
+                            "use the settings it was trained with, or a new run_name") from None  # fmt: skip
+        self.scheduler.load_state_dict(payload["scheduler"])
+        self.batches.load_state_dict(payload["batches"])
+        saved = payload["train_state"]
+        self.state = TrainState(step=int(payload["step"]), **saved)
+        set_rng_state(payload["rng"])
+        log.info("resumed from %s at update %d (epoch %d, %.1f minutes trained)",
+                 path, self.state.step, self.state.epoch, self.state.elapsed_seconds / 60)  # fmt: skip
+
+    # ------------------------------------------------------------------ signals
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        previous: dict[int, Any] = {}
+
+        def request_stop(signum: int, _frame: Any) -> None:
+            self.stop_requested = f"signal {signal.Signals(signum).name}"
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[signum] = signal.signal(signum, request_stop)
+            except ValueError:  # not the main thread
+                pass
+        return previous
+
+    @staticmethod
+    def _restore_signal_handlers(previous: dict[int, Any]) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
