@@ -1,0 +1,108 @@
+"""Validation during training: dev loss and perplexity, dev BLEU/chrF from real decoding, samples,
+and a cross-attention picture of one fixed dev sentence."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from contextlib import nullcontext
+from typing import Any, Callable
+
+import sacrebleu
+import torch
+from torch import nn
+
+from seq2seq.decode.attention_plot import attention_figure
+from seq2seq.decode.translator import SearchOptions, best_tokens, pad_batch, search_ids
+
+log = logging.getLogger(__name__)
+
+
+class Validator:
+    """Callable(model, step) -> metrics dict; holds the dev data and how to decode it."""
+
+    def __init__(
+        self,
+        *,
+        dev: Any,
+        dev_batches: list[list[int]],
+        make_batch: Callable[[list[int]], Any],
+        dev_src_texts: list[str],
+        dev_ref_texts: list[str],
+        src_tokenizer: Any,
+        tgt_tokenizer: Any,
+        loss_fn: Callable[..., Any],
+        device: torch.device,
+        precision: str,
+        search: SearchOptions,
+        max_tokens: int,
+        compute_bleu: bool = True,
+        max_sentences: int | None = None,
+        n_samples: int = 3,
+        attention_plot: bool = True,
+    ) -> None:
+        self.dev, self.dev_batches, self.make_batch = dev, dev_batches, make_batch
+        self.src_texts, self.ref_texts = dev_src_texts, dev_ref_texts
+        self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
+        self.loss_fn, self.device, self.precision = loss_fn, device, precision
+        self.search, self.max_tokens = search, max_tokens
+        self.compute_bleu, self.max_sentences = compute_bleu, max_sentences
+        self.n_samples, self.attention_plot = n_samples, attention_plot
+
+    def _autocast(self) -> Any:
+        if self.precision == "bf16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return nullcontext()
+
+    @torch.inference_mode()
+    def dev_loss(self, model: nn.Module) -> dict[str, float]:
+        model.eval()
+        loss = nll = tokens = 0.0
+        for indices in self.dev_batches:
+            batch = self.make_batch(indices).to(self.device)
+            with self._autocast():
+                out = self.loss_fn(model(batch.src, batch.tgt_in), batch.tgt_out)
+            loss, nll, tokens = loss + float(out.loss_sum), nll + float(out.nll_sum), tokens + float(out.n_tokens)
+        mean_nll = nll / max(tokens, 1)
+        return {"loss": loss / max(tokens, 1), "nll": mean_nll, "ppl": math.exp(min(mean_nll, 100.0))}
+
+    def __call__(self, model: nn.Module, step: int) -> dict[str, Any]:
+        start = time.perf_counter()
+        metrics: dict[str, Any] = self.dev_loss(model)
+        if self.compute_bleu:
+            metrics.update(self.dev_bleu(model))
+        metrics["seconds"] = time.perf_counter() - start
+        return metrics
+
+    def dev_bleu(self, model: nn.Module) -> dict[str, Any]:
+        count = len(self.src_texts) if self.max_sentences is None else min(self.max_sentences, len(self.src_texts))
+        sources = [self.dev[i][0].tolist() for i in range(count)]  # token ids ending in eos
+        tokenizer = self.tgt_tokenizer
+        results = search_ids(model, sources, options=self.search, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
+                             pad_id=tokenizer.pad_id, device=self.device, max_tokens=self.max_tokens,
+                             precision=self.precision)  # fmt: skip
+        hypotheses = [tokenizer.decode(tokens) for tokens in best_tokens(results)]
+        references = self.ref_texts[:count]
+        bleu = sacrebleu.metrics.BLEU()
+        chrf = sacrebleu.metrics.CHRF()
+        bleu_score = bleu.corpus_score(hypotheses, [references])
+        chrf_score = chrf.corpus_score(hypotheses, [references])
+        metrics: dict[str, Any] = {
+            "bleu": bleu_score.score, "chrf": chrf_score.score,
+            "signature": f"{bleu.get_signature()} | {chrf.get_signature()}",
+            "samples": [{"src": self.src_texts[i], "ref": references[i], "hyp": hypotheses[i]}
+                        for i in range(min(self.n_samples, count))],
+        }  # fmt: skip
+        if self.attention_plot and count:
+            metrics["attention_figure"] = self._attention_figure(model, sources[0], best_tokens(results)[0])
+        return metrics
+
+    def _attention_figure(self, model: nn.Module, source: list[int], hypothesis: list[int]) -> Any:
+        tokenizer = self.tgt_tokenizer
+        src = pad_batch([source], tokenizer.pad_id).to(self.device)  # (1, S)
+        tgt_in = pad_batch([[tokenizer.bos_id] + hypothesis], tokenizer.pad_id).to(self.device)  # (1, T)
+        weights = model.cross_attention(src, tgt_in)[0].mean(0)  # (T, S')
+        src_pieces = [self.src_tokenizer.id_to_piece(i) for i in source]
+        tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
+        return attention_figure(weights, src_pieces, tgt_pieces, title=self.src_texts[0][:80])
