@@ -27,7 +27,14 @@ class Reporter:
             self.writer = SummaryWriter(log_dir=str(log_dir))
         self.use_bar = enabled and (sys.stderr.isatty() if progress_bar is None else progress_bar)
         self.bar = None
+        self._total_tokens = 0.0
+        self._total_seconds = 0.0
         self._reset_window()
+
+    @property
+    def mean_tokens_per_second(self) -> float:
+        """Target tokens per second of pure training (forward, backward, update) over the whole run."""
+        return self._total_tokens / max(self._total_seconds, 1e-9)
 
     def _reset_window(self) -> None:
         self._loss = self._nll = self._tokens = 0.0
@@ -49,6 +56,8 @@ class Reporter:
         """Record one update; every `log_every` updates write averages (loss per token, tokens/s)."""
         if not self.enabled:
             return
+        self._total_tokens += tokens
+        self._total_seconds += seconds
         self._loss += loss * tokens
         self._nll += nll * tokens
         self._tokens += tokens
