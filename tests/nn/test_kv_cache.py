@@ -1,0 +1,100 @@
+"""KV cache growth and reordering, and cached self-attention equal to full self-attention."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seq2seq.nn.attention import AttentionContext, SelfAttention
+from seq2seq.nn.kv_cache import DecoderState, KVCache
+from seq2seq.nn.positional import RotaryEmbedding, alibi_slopes
+
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+
+def steps(batch: int, total: int, *, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, 2, total, 4, generator=gen), torch.randn(batch, 2, total, 4, generator=gen)
+
+
+def test_append_returns_everything_so_far_across_growth() -> None:
+    k_all, v_all = steps(3, 40)
+    cache = KVCache()
+    start = 0
+    for size in [1, 1, 5, 2, 1, 9, 3, 18]:  # crosses the initial capacity and two doublings
+        k, v = cache.append(k_all[:, :, start : start + size], v_all[:, :, start : start + size])
+        start += size
+        assert cache.length == start
+        assert torch.equal(k, k_all[:, :, :start]) and torch.equal(v, v_all[:, :, :start])
+    assert cache._k.shape[2] >= 40
+
+
+def test_storage_doubles_so_single_steps_rarely_reallocate() -> None:
+    k_all, v_all = steps(1, 100)
+    cache = KVCache()
+    buffers = set()
+    for t in range(100):
+        cache.append(k_all[:, :, t : t + 1], v_all[:, :, t : t + 1])
+        buffers.add(cache._k.data_ptr())
+    assert len(buffers) <= 5  # capacities 8, 16, 32, 64, 128
+
+
+def test_reorder_selects_rows_and_appending_continues() -> None:
+    k_all, v_all = steps(3, 6)
+    cache = KVCache()
+    cache.append(k_all[:, :, :4], v_all[:, :, :4])
+    index = torch.tensor([2, 2, 0])
+    cache.reorder(index)
+    k, v = cache.append(k_all[:, :, 4:6], v_all[:, :, 4:6])
+    expected_k = torch.cat([k_all[index, :, :4], k_all[:, :, 4:6]], dim=2)
+    expected_v = torch.cat([v_all[index, :, :4], v_all[:, :, 4:6]], dim=2)
+    assert torch.equal(k, expected_k) and torch.equal(v, expected_v)
+    KVCache().reorder(index)  # an empty cache has nothing to reorder
+
+
+@pytest.mark.parametrize("memory", [True, False])
+def test_decoder_state_reorder(memory: bool) -> None:
+    k_all, v_all = steps(3, 5)
+    caches = [KVCache(), KVCache()]
+    for cache in caches:
+        cache.append(k_all[:, :, :2], v_all[:, :, :2])
+    cross_kv = [(k_all.clone(), v_all.clone()) for _ in caches]
+    keep = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
+    state = DecoderState(caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=torch.arange(5.0),
+                         steps=2)  # fmt: skip
+    index = torch.tensor([1, 0, 0])
+    assert state.reorder(index, memory=memory) is state
+    assert state.batch_size == 3 and state.steps == 2
+    for cache in state.caches:
+        assert torch.equal(cache._k[:, :, : cache.length], k_all[index, :, :2])
+    want_k, want_keep = (k_all[index], keep[index]) if memory else (k_all, keep)
+    assert all(torch.equal(k, want_k) for k, _ in state.cross_kv)
+    assert torch.equal(state.memory_keep, want_keep)
+
+
+def contexts(kind: str, heads: int, head_dim: int, start: int, length: int) -> AttentionContext:
+    """A causal decoder self-attention context for tokens at positions start .. start+length-1."""
+    q_positions = torch.arange(start, start + length)
+    k_positions = torch.arange(start + length)
+    rope = RotaryEmbedding(head_dim)(q_positions) if kind == "rope" else None
+    slopes = alibi_slopes(heads) if kind == "alibi" else None
+    return AttentionContext(causal=True, rope=rope, alibi_slopes=slopes, q_positions=q_positions,
+                            k_positions=k_positions)  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["none", "rope", "alibi"])
+@pytest.mark.parametrize("window", [None, 1, 3])
+@pytest.mark.parametrize("chunk", [1, 2, 3])
+def test_cached_self_attention_equals_full(kind: str, window: int | None, chunk: int) -> None:
+    torch.manual_seed(0)
+    heads, d_model, length = 2, 8, 11  # 11 > 2W: the full pass takes the blockwise local path
+    module = SelfAttention(d_model, heads, window=window).eval()
+    x = torch.randn(2, length, d_model)
+    full = module(x, contexts(kind, heads, d_model // heads, 0, length))
+    cache = KVCache()
+    pieces = []
+    for start in range(0, length, chunk):
+        piece = x[:, start : start + chunk]
+        pieces.append(module(piece, contexts(kind, heads, d_model // heads, start, piece.shape[1]), cache))
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, **TOL)
+    assert cache.length == length
