@@ -1,0 +1,138 @@
+"""build_model: argument validation, embedding tying, named sizes and parameter counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from model_helpers import small_model
+
+from seq2seq.errors import UserError
+from seq2seq.model import SIZES, build_model, count_parameters
+
+BASE: dict[str, Any] = {"src_vocab_size": 20, "tgt_vocab_size": 20, "d_model": 16, "n_heads": 2, "ffn_dim": 32,
+                            "encoder_layers": 1, "decoder_layers": 1}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "overrides, names",
+    [
+        ({"n_heads": 3}, ["n_heads=3", "d_model=16"]),
+        ({"positional": "absolute"}, ["positional='absolute'", "sinusoidal, learned, rope, alibi"]),
+        ({"attention": "flash"}, ["attention='flash'", "sdpa, xformers, manual"]),
+        ({"norm": "sandwich"}, ["norm='sandwich'", "pre, post"]),
+        ({"activation": "tanh"}, ["activation='tanh'", "relu, gelu, swiglu"]),
+        ({"downsample_mode": "max"}, ["downsample_mode='max'", "avg, conv"]),
+        ({"window": 0}, ["window=0", "positive integer or None"]),
+        ({"window": -2}, ["window=-2", "positive integer or None"]),
+        ({"window": 2.5}, ["window=2.5", "positive integer"]),
+        ({"cross_downsample": 0}, ["cross_downsample=0", "positive integer"]),
+        ({"encoder_layers": 0}, ["encoder_layers=0", "positive integer"]),
+        ({"d_model": 12, "n_heads": 4, "positional": "rope"}, ["rope", "even head dimension"]),
+        ({"dropout": 1.0}, ["dropout=1.0", "[0, 1)"]),
+        ({"pad_id": 20}, ["pad_id=20"]),
+    ],
+    ids=lambda value: str(value) if isinstance(value, dict) else "",
+)
+def test_invalid_arguments_raise_one_line_value_errors(overrides: dict, names: list[str]) -> None:
+    with pytest.raises(ValueError) as info:
+        build_model(**{**BASE, **overrides})
+    assert isinstance(info.value, UserError)
+    message = str(info.value)
+    assert "\n" not in message
+    for name in names:
+        assert name in message
+
+
+def test_valid_edge_values_build() -> None:
+    model = build_model(**{**BASE, "window": 1, "cross_downsample": 5, "d_model": 12, "n_heads": 3})
+    assert model.config["window"] == 1 and model.config["cross_downsample"] == 5
+
+
+def test_tied_embeddings_with_a_joint_vocabulary_share_one_parameter() -> None:
+    model = build_model(**BASE)
+    weight = model.decoder.embedding.weight
+    assert model.encoder.embedding.weight is weight and model.output.weight is weight
+    untied = build_model(**{**BASE, "tie_embeddings": False})
+    assert count_parameters(untied) - count_parameters(model) == 2 * 20 * 16  # encoder/decoder shared or not
+    assert untied.output.weight is not untied.decoder.embedding.weight
+
+
+def test_different_vocabularies_keep_a_separate_source_embedding() -> None:
+    model = build_model(**{**BASE, "src_vocab_size": 30})
+    assert model.encoder.embedding.weight.shape == (30, 16)
+    assert model.encoder.embedding.weight is not model.decoder.embedding.weight
+    assert model.output.weight is model.decoder.embedding.weight
+    assert count_parameters(model) == count_parameters(build_model(**BASE)) + 30 * 16
+
+
+def expected_parameters(*, vocab: int, d_model: int, ffn_dim: int, encoder_layers: int, decoder_layers: int,
+                        n_heads: int) -> int:  # fmt: skip
+    """Count by hand for a tied, joint-vocabulary, pre-norm, sinusoidal, relu model."""
+    del n_heads  # heads split d_model; they add no parameters
+    d, f = d_model, ffn_dim
+    layer_norm = 2 * d
+    self_attention = (d * 3 * d + 3 * d) + (d * d + d)  # fused qkv + output
+    cross_attention = (d * d + d) + (d * 2 * d + 2 * d) + (d * d + d)  # q + fused kv + output
+    ffn = (d * f + f) + (f * d + d)
+    encoder_layer = self_attention + ffn + 2 * layer_norm
+    decoder_layer = self_attention + cross_attention + ffn + 3 * layer_norm
+    final_norms = 2 * layer_norm
+    embedding = vocab * d
+    return encoder_layers * encoder_layer + decoder_layers * decoder_layer + final_norms + embedding
+
+
+def test_tiny_parameter_count_by_hand() -> None:
+    tiny = SIZES["tiny"]
+    assert tiny == {"d_model": 64, "n_heads": 4, "ffn_dim": 256, "encoder_layers": 2, "decoder_layers": 2}
+    model = build_model(src_vocab_size=100, tgt_vocab_size=100, **tiny)
+    # d=64, f=256: encoder layer 16640 + 33088 + 256, decoder layer 16640 + 16640 + 33088 + 384.
+    by_hand = 2 * (16640 + 33088 + 256) + 2 * (16640 + 16640 + 33088 + 384) + 256 + 100 * 64
+    assert by_hand == expected_parameters(vocab=100, **tiny) == 240_128
+    assert count_parameters(model) == by_hand
+    assert count_parameters(model, trainable_only=False) == by_hand
+
+
+def test_small_parameter_count_and_the_paper_sizes() -> None:
+    model = build_model(src_vocab_size=1000, tgt_vocab_size=1000, **SIZES["small"])
+    assert count_parameters(model) == expected_parameters(vocab=1000, **SIZES["small"])
+    assert SIZES["base"] == {
+        "d_model": 512,
+        "n_heads": 8,
+        "ffn_dim": 2048,
+        "encoder_layers": 6,
+        "decoder_layers": 6,
+    }
+    assert SIZES["big"] == {
+        "d_model": 1024,
+        "n_heads": 16,
+        "ffn_dim": 4096,
+        "encoder_layers": 6,
+        "decoder_layers": 6,
+    }
+
+
+def test_variant_parameter_counts() -> None:
+    base = count_parameters(build_model(**BASE))
+    assert count_parameters(build_model(**{**BASE, "norm": "post"})) == base - 2 * 2 * 16  # no final norms
+    assert (
+        count_parameters(build_model(**{**BASE, "positional": "learned", "max_positions": 50}))
+        == base + 2 * 50 * 16
+    )
+    assert count_parameters(build_model(**{**BASE, "activation": "swiglu"})) == base + 2 * (16 * 32 + 32)
+    conv = build_model(**{**BASE, "cross_downsample": 2, "downsample_mode": "conv"})
+    assert count_parameters(conv) == base + 16 * 16 * 2 + 16
+
+
+def test_config_records_the_arguments_and_forward_shapes() -> None:
+    model = small_model(positional="rope", window=2)
+    assert (
+        model.config["positional"] == "rope" and model.config["window"] == 2 and model.config["d_model"] == 16
+    )
+    src = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
+    tgt_in = torch.tensor([[1, 2, 3], [1, 4, 0]])
+    assert model(src, tgt_in).shape == (2, 3, 23)
+    memory = model.encode(src)
+    assert memory.states.shape == (2, 4, 16)
+    assert torch.equal(memory.keep, src != 0)
