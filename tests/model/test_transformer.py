@@ -138,6 +138,32 @@ def test_sentence_alone_equals_sentence_in_padded_batch(positional: str, window:
         torch.testing.assert_close(model(alone_src, alone_tgt)[0], batched[row, :t_len], **TOL)
 
 
+@pytest.mark.parametrize("positional", POSITIONAL)
+@torch.no_grad()
+def test_long_prefix_then_single_steps_with_a_window(positional: str) -> None:
+    # The 7-token prefix (> 2W) runs blockwise local attention; later steps attend to a sliced cache.
+    model = small_model(positional=positional, window=3, cross_downsample=2)
+    src, tgt_in = padded([9, 6, 3], 9, seed=10), padded([12, 12, 12], 12, seed=11)
+    full = model(src, tgt_in)
+    state = model.init_state(model.encode(src))
+    prefix = model.output(model.decoder.step(tgt_in[:, :7], state))  # (B, 7, V)
+    torch.testing.assert_close(prefix, full[:, :7], **TOL)
+    for t in range(7, 12):
+        step_logits, state = model.decode_step(tgt_in[:, t : t + 1], state)
+        torch.testing.assert_close(step_logits, full[:, t], **TOL)
+
+
+@torch.no_grad()
+def test_learned_positions_past_the_limit_raise_during_decoding() -> None:
+    model = small_model(positional="learned", max_positions=9)
+    src, tgt_in = batch(seed=12)  # src fills positions 0..8
+    state = model.init_state(model.encode(src))
+    model.decode_step(tgt_in, state)  # target positions 0..7
+    model.decode_step(tgt_in[:, :1], state)  # position 8, the last one
+    with pytest.raises(ValueError, match="max_positions=9"):
+        model.decode_step(tgt_in[:, :1], state)
+
+
 def loss_and_grads(model: Seq2Seq, src: torch.Tensor, tgt_in: torch.Tensor, seed: int) -> tuple:
     torch.manual_seed(seed)
     model.zero_grad()

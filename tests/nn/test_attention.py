@@ -52,14 +52,18 @@ def test_local_attend_equals_dense_band_mask(length: int, causal: bool, padded: 
 
 @pytest.mark.parametrize("window", [1, 2, 5])
 def test_local_attend_other_windows_and_empty_rows(window: int) -> None:
-    q, k, v = qkv(3, 2, 11, 11, 4, seed=window)
+    q, k, v = (t.requires_grad_() for t in qkv(3, 2, 11, 11, 4, seed=window))
     keep = key_padding([11, 6, 0], 11)  # the last row is nothing but padding
     for causal in (False, True):
+        q.grad = k.grad = v.grad = None
         out = local_attend(q, k, v, window=window, causal=causal, keep=keep, alibi_slopes=alibi_slopes(2))
         expected, _, _ = dense_band_reference(q, k, v, window=window, causal=causal, keep=keep,
                                               slopes=alibi_slopes(2))  # fmt: skip
         torch.testing.assert_close(out, expected, **TOL)
         assert torch.equal(out[2], torch.zeros_like(out[2]))
+        out.square().sum().backward()
+        assert all(torch.isfinite(t.grad).all() for t in (q, k, v))
+        assert torch.equal(k.grad[2], torch.zeros_like(k.grad[2]))
 
 
 def test_local_attend_gradients_match_dense() -> None:
