@@ -61,14 +61,12 @@ def build_keep(
     """
     combined = None
     if causal or window is not None:
-        q_pos = torch.arange(tq, device=device)[:, None] + (tk - tq)  # (Tq, 1), bottom-right aligned
-        k_pos = torch.arange(tk, device=device)[None, :]  # (1, Tk)
-        offset = q_pos - k_pos  # (Tq, Tk)
+        shift = tk - tq  # query i sits at key position i + shift
         structural = torch.ones(tq, tk, dtype=torch.bool, device=device)
         if causal:
-            structural &= offset >= 0
+            structural = structural.tril(shift)
         if window is not None:
-            structural &= offset.abs() < window
+            structural = structural.tril(shift + window - 1).triu(shift - window + 1)
         combined = structural[None, None]  # (1, 1, Tq, Tk)
     if keep is not None:
         padding = keep[:, None, None, :] if keep.dim() == 2 else keep[:, None]  # (B, 1, 1|Tq, Tk)
