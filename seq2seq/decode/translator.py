@@ -12,8 +12,6 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 from torch import nn
 
-from seq2seq.decode.beam import beam_search
-from seq2seq.decode.greedy import greedy_search
 
 
 @dataclass
@@ -88,6 +86,9 @@ def search_ids(
 
 
 def _search(model: nn.Module, src: torch.Tensor, options: SearchOptions, **ids: int) -> list[list[Any]]:
+    from seq2seq.decode.beam import beam_search
+    from seq2seq.decode.greedy import greedy_search
+
     common = dict(max_len_a=options.max_len_a, max_len_b=options.max_len_b, min_len=options.min_len, **ids)
     if options.beam_size == 1 and options.nbest == 1 and options.no_repeat_ngram_size == 0:
         return [[hypothesis] for hypothesis in greedy_search(model, src, **common)]
