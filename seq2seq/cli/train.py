@@ -1,0 +1,180 @@
+"""seq2seq-train: compose the config, build data/model/optimizer, train, checkpoint, report.
+
+    seq2seq-train                                   # the default: small model, Bible en->es
+    seq2seq-train model=base trainer.max_minutes=30 trainer.precision=bf16
+    seq2seq-train -m model/positional=sinusoidal,alibi,rope
+    torchrun --nproc_per_node=2 -m seq2seq.cli.train trainer.device=cpu
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from seq2seq.cli.common import config_dir, exit_on_user_error
+from seq2seq.cli.schemas import register_schemas
+from seq2seq.cli.training_data import load_data
+from seq2seq.decode.translator import SearchOptions
+from seq2seq.errors import UserError
+from seq2seq.model import count_parameters
+from seq2seq.train import distributed
+from seq2seq.train.loop import Trainer, TrainerOptions
+from seq2seq.train.reporting import Reporter
+from seq2seq.train.schedules import ScheduledLR
+from seq2seq.train.validation import Validator
+
+log = logging.getLogger("seq2seq.train")
+ALLOWED_TARGET_PREFIXES = ("seq2seq.", "torch.")
+
+register_schemas()
+
+
+def check_targets(node: Any, path: str = "") -> None:
+    """Only seq2seq.* and torch.* may be instantiated from a config."""
+    if isinstance(node, DictConfig):
+        target = node.get("_target_") if "_target_" in node else None
+        if target is not None and not str(target).startswith(ALLOWED_TARGET_PREFIXES):
+            raise UserError(f"{path or 'config'}._target_={target!r} is not allowed; "
+                            f"targets must start with {' or '.join(ALLOWED_TARGET_PREFIXES)}")  # fmt: skip
+        for key in node:
+            check_targets(node[key], f"{path}.{key}" if path else str(key))
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", distributed.local_rank())
+        return torch.device("cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"trainer.device={name} but no CUDA device is available; use trainer.device=cpu")
+    return device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def trainer_options(cfg: DictConfig) -> TrainerOptions:
+    fields = TrainerOptions.__dataclass_fields__
+    options = TrainerOptions(**{k: v for k, v in OmegaConf.to_container(cfg.trainer).items() if k in fields})
+    if options.precision not in ("fp32", "bf16"):
+        raise UserError(f"trainer.precision={options.precision!r} is not supported; choose fp32 or bf16")
+    if options.update_freq < 1:
+        raise UserError(f"trainer.update_freq={options.update_freq} must be at least 1")
+    return options
+
+
+def resume_path(setting: str, run_dir: Path) -> Path | None:
+    if setting in ("none", "null", "false", "never"):
+        return None
+    if setting == "auto":
+        last = run_dir / "last.pt"
+        return last if last.is_file() else None
+    path = Path(hydra.utils.to_absolute_path(setting))
+    if not path.is_file():
+        raise UserError(f"trainer.resume={setting}: no such checkpoint file; pass an existing .pt file or 'auto'")
+    return path
+
+
+@exit_on_user_error
+def train(cfg: DictConfig) -> float | None:
+    """One training run; returns the best dev BLEU (what a sweeper optimises)."""
+    check_targets(cfg)
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    device = pick_device(cfg.trainer.device)
+    distributed.initialize(device)
+    if cfg.trainer.num_threads:
+        torch.set_num_threads(int(cfg.trainer.num_threads))
+    seed_everything(int(cfg.seed) + distributed.rank())
+    options = trainer_options(cfg)
+    main = distributed.is_main()
+
+    data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
+    torch.manual_seed(int(cfg.seed))  # identical initial weights on every rank
+    model = instantiate(cfg.model, src_vocab_size=data.src_vocab_size, tgt_vocab_size=data.tgt_vocab_size,
+                        pad_id=data.pad_id, _convert_="all").to(device)  # fmt: skip
+    log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
+    optimizer = instantiate(cfg.optim)(model)
+    scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
+    loss_fn = partial(instantiate(cfg.loss), pad_id=data.pad_id)
+    seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
+    wrapped = model
+    if distributed.world_size() > 1:
+        device_ids = [device.index] if device.type == "cuda" else None
+        wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+
+    trainer = Trainer(
+        model=wrapped, optimizer=optimizer, scheduler=scheduler, loss_fn=loss_fn,
+        batches=data.train_batches, make_batch=data.make_batch,
+        validate=build_validator(cfg, data, loss_fn, device) if main else None,
+        reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=_progress_setting(cfg), enabled=main),
+        output_dir=run_dir, options=options, device=device,
+        checkpoint_extras={"config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,
+                           "tokenizer": data.tokenizer_payload},
+    )  # fmt: skip
+    checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
+    if checkpoint is not None:
+        trainer.resume_from(checkpoint)
+    log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
+             run_dir / "tensorboard")  # fmt: skip
+    state = trainer.fit()
+    if main:
+        write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter)
+    distributed.shutdown()
+    return state.best_bleu
+
+
+def build_validator(cfg: DictConfig, data: Any, loss_fn: Any, device: torch.device) -> Validator:
+    trainer_cfg = cfg.trainer
+    search = SearchOptions(**{k: v for k, v in OmegaConf.to_container(cfg.decode).items()
+                              if k in SearchOptions.__dataclass_fields__})  # fmt: skip
+    return Validator(
+        dev=data.dev, dev_batches=data.dev_batches, make_batch=data.make_dev_batch,
+        dev_src_texts=data.dev_src_texts, dev_ref_texts=data.dev_ref_texts,
+        src_tokenizer=data.src_tokenizer, tgt_tokenizer=data.tgt_tokenizer, loss_fn=loss_fn, device=device,
+        precision=trainer_cfg.precision, search=search, max_tokens=int(trainer_cfg.max_tokens),
+        compute_bleu=bool(trainer_cfg.validate_bleu), max_sentences=trainer_cfg.validate_max_sentences,
+        n_samples=int(trainer_cfg.sample_translations), attention_plot=bool(trainer_cfg.attention_plot),
+    )  # fmt: skip
+
+
+def _progress_setting(cfg: DictConfig) -> bool | None:
+    setting = str(cfg.trainer.progress_bar).lower()
+    return None if setting == "auto" else setting in ("true", "1", "yes")
+
+
+def write_summary(run_dir: Path, cfg: DictConfig, state: Any, n_params: int, reporter: Reporter) -> None:
+    """summary.json: what a sweep report and the quickstart read back."""
+    overrides = list(HydraConfig.get().overrides.task)
+    summary = {
+        "overrides": overrides, "best_dev_bleu": state.best_bleu, "updates": state.step, "epochs": state.epoch,
+        "minutes": state.elapsed_seconds / 60, "parameters": n_params,
+        "tokens_per_second": reporter.mean_tokens_per_second, "nonfinite_skipped": state.nonfinite_skipped,
+        "history": state.history, "checkpoint": str(run_dir / "best.pt"),
+    }  # fmt: skip
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    log.info("done: %d updates in %.1f minutes; best dev BLEU %s; checkpoints in %s", state.step,
+             state.elapsed_seconds / 60, "n/a" if state.best_bleu is None else f"{state.best_bleu:.2f}", run_dir)
+
+
+@hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    return train(cfg)
+
+
+if __name__ == "__main__":
+    main()
