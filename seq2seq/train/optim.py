@@ -15,17 +15,19 @@ import torch
 from torch import nn
 
 from seq2seq.errors import UserError
+from seq2seq.nn.embeddings import TokenEmbedding
 
 log = logging.getLogger(__name__)
 
 # Embedding tables are matrices, so they need naming; norms and biases are caught by ndim < 2.
-_EMBEDDING_MODULES: tuple[type[nn.Module], ...] = (nn.Embedding, nn.EmbeddingBag)
+# An untied OutputProjection is a linear map and is decayed.
+_EMBEDDING_MODULES: tuple[type[nn.Module], ...] = (nn.Embedding, nn.EmbeddingBag, TokenEmbedding)
 
 
 def no_decay_parameter_ids(model: nn.Module) -> set[int]:
     """ids of the parameters exempt from weight decay: every parameter with fewer than 2 dimensions
-    (biases, norm gains, scalars) and the tables of ``nn.Embedding`` / ``nn.EmbeddingBag`` modules
-    (and their subclasses).
+    (biases, norm gains, scalars) and the tables of ``TokenEmbedding``, ``nn.Embedding`` and
+    ``nn.EmbeddingBag`` modules (and their subclasses).
 
     Decided by owning module, not by name, so a tied output projection is exempt however it is reached.
     """

@@ -10,6 +10,8 @@ from omegaconf import OmegaConf
 from torch import nn
 
 from seq2seq.errors import UserError
+from seq2seq.model.builders import build_model
+from seq2seq.nn.embeddings import TokenEmbedding
 from seq2seq.train.optim import build_adamw, clip_gradients, grads_are_finite, no_decay_parameter_ids
 
 
@@ -45,6 +47,20 @@ def test_groups_exempt_biases_norms_and_embeddings():
     assert {id(p) for p in no_decay["params"]} == {id(p) for p in expected}
     assert len(no_decay["params"]) == len(expected)  # the tied weight appears once
     assert no_decay_parameter_ids(model) == {id(p) for p in expected}
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_transformer_groups(tie):
+    model = build_model(src_vocab_size=11, tgt_vocab_size=11, d_model=8, n_heads=2, ffn_dim=16,
+                        encoder_layers=1, decoder_layers=1, tie_embeddings=tie)  # fmt: skip
+    optimizer = build_adamw(model, lr=1e-3, weight_decay=0.1)
+    no_decay = {id(p) for p in _group(optimizer, "no_decay")["params"]}
+    decay = {id(p) for p in _group(optimizer, "decay")["params"]}
+    embeddings = [m.weight for m in model.modules() if isinstance(m, TokenEmbedding)]
+    assert embeddings and all(id(w) in no_decay for w in embeddings)
+    assert all(p.ndim >= 2 for p in _group(optimizer, "decay")["params"])
+    assert (id(model.output.weight) in decay) is not tie  # tied: it is the embedding table
+    assert len(no_decay | decay) == len(list(model.parameters()))
 
 
 def test_everything_decays_when_asked_and_frozen_parameters_are_left_out():
