@@ -75,7 +75,7 @@ class _SmoothedNLL(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, logits, safe_target, keep, epsilon):  # noqa: ANN001, ANN205 - autograd signature
+    def forward(ctx, logits, safe_target, keep, epsilon):  # signature fixed by autograd.Function
         compute_dtype = torch.promote_types(logits.dtype, torch.float32)
         z = logits.to(compute_dtype)  # (N, V); no copy for fp32 / fp64
         log_normaliser = torch.logsumexp(z, dim=-1)  # (N,)
@@ -92,7 +92,7 @@ class _SmoothedNLL(torch.autograd.Function):
         return loss_sum, nll_sum
 
     @staticmethod
-    def backward(ctx, grad_loss, _grad_nll):  # noqa: ANN001, ANN205 - autograd signature
+    def backward(ctx, grad_loss, _grad_nll):  # signature fixed by autograd.Function
         logits, safe_target, keep, log_normaliser = ctx.saved_tensors
         epsilon, vocab = ctx.epsilon, logits.shape[-1]
         grad = torch.exp(logits.to(log_normaliser.dtype) - log_normaliser.unsqueeze(-1))  # (N, V) softmax
