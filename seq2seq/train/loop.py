@@ -99,6 +99,10 @@ class Trainer:
     def fit(self) -> TrainState:
         """Train until max_updates / max_epochs / max_minutes / early stopping / a signal."""
         options = self.options
+        finished = self._should_stop()
+        if finished:  # e.g. re-running a command whose run already completed
+            log.info("nothing to do: the run already stopped at update %d (%s)", self.state.step, finished)
+            return self.state
         previous_handlers = self._install_signal_handlers()
         start = time.monotonic() - self.state.elapsed_seconds
         last_validation_time = time.monotonic()

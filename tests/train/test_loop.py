@@ -128,7 +128,16 @@ def test_nonfinite_updates_are_skipped_then_stop_the_run(tmp_path: Path) -> None
 
 def test_max_minutes_budget_stops_the_run(tmp_path: Path) -> None:
     trainer = make_trainer(tmp_path, max_updates=10_000)
-    trainer.options.max_minutes = 0.0
+    trainer.options.max_minutes = 1e-9  # over as soon as the first update has run
     state = trainer.fit()
     assert state.step == 1 and trainer.stop_requested == "max_minutes"
     assert (tmp_path / "last.pt").is_file()
+
+
+def test_rerunning_a_finished_run_does_nothing(tmp_path: Path) -> None:
+    make_trainer(tmp_path, max_updates=4).fit()
+    again = make_trainer(tmp_path, max_updates=4)
+    again.resume_from(tmp_path / "last.pt")
+    before = [p.detach().clone() for p in again.model.parameters()]
+    assert again.fit().step == 4
+    assert all(torch.equal(a, b) for a, b in zip(before, again.model.parameters()))
