@@ -1,0 +1,177 @@
+"""Subword tokenization with sentencepiece, with special ids fixed across every model.
+
+pad=0, unk=1, bos=2, eos=3 in every model we train, so batches, losses and decoders can rely
+on them without asking. Texts are normalised before they get here (corpus.normalize), so the
+model is trained with sentencepiece's "identity" normalisation: decode(encode(text)) == text for
+any text whose characters the model covers.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+MODEL_TYPES = ("unigram", "bpe", "char", "word")
+
+
+class Tokenizer:
+    """A trained sentencepiece model plus the special-id conventions of this project."""
+
+    PAD_ID = 0
+    UNK_ID = 1
+    BOS_ID = 2
+    EOS_ID = 3
+
+    def __init__(self, processor: spm.SentencePieceProcessor) -> None:
+        ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
+        if ids != (self.PAD_ID, self.UNK_ID, self.BOS_ID, self.EOS_ID):
+            raise UserError(
+                f"sentencepiece model has special ids pad/unk/bos/eos={ids}, expected (0, 1, 2, 3); "
+                "train it with seq2seq (Tokenizer.train) or with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
+            )
+        self._sp = processor
+        self._specials = {self.PAD_ID, self.BOS_ID, self.EOS_ID}
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        *,
+        vocab_size: int,
+        model_type: str = "unigram",
+        model_path: str | Path | None = None,
+        character_coverage: float = 1.0,
+        max_sentences: int = 2_000_000,
+        num_threads: int = 1,
+        seed: int = 0,
+    ) -> Tokenizer:
+        """Train on ``texts`` and save to ``model_path`` when given.
+
+        A corpus too small for ``vocab_size`` gets a smaller vocabulary and a warning rather than
+        an error, so tiny test corpora work with the default settings.
+        """
+        if model_type not in MODEL_TYPES:
+            supported = ", ".join(MODEL_TYPES)
+            raise UserError(f"tokenizer model_type={model_type!r} is not supported; use one of: {supported}")
+        if vocab_size < 8:
+            raise UserError(f"tokenizer vocab_size={vocab_size} is too small; use at least a few hundred")
+        sentences = [t for t in texts if t]
+        if not sentences:
+            raise UserError("no text to train the tokenizer on; the training corpus is empty")
+        try:
+            model = _train_model(sentences, vocab_size=vocab_size, model_type=model_type, seed=seed,
+                                 character_coverage=character_coverage, max_sentences=max_sentences,
+                                 num_threads=num_threads)  # fmt: skip
+        except RuntimeError as error:
+            detail = str(error).strip().splitlines()[0][:200]
+            raise UserError(f"sentencepiece cannot train this {model_type} model ({detail})") from None
+        tokenizer = cls.from_bytes(model)
+        if tokenizer.vocab_size < vocab_size:
+            log.warning("the training text supports only %d of the %d requested pieces; using %d",
+                        tokenizer.vocab_size, vocab_size, tokenizer.vocab_size)  # fmt: skip
+        if model_path is not None:
+            tokenizer.save(model_path)
+        return tokenizer
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Tokenizer:
+        file = Path(path)
+        if not file.is_file():
+            raise UserError(f"{file}: no such sentencepiece model file")
+        return cls.from_bytes(file.read_bytes())
+
+    @classmethod
+    def from_bytes(cls, model: bytes) -> Tokenizer:
+        """Rebuild from ``to_bytes()`` output (what checkpoints store)."""
+        processor = spm.SentencePieceProcessor()
+        try:
+            processor.LoadFromSerializedProto(model)
+        except (RuntimeError, OSError, TypeError) as error:
+            raise UserError(f"not a valid sentencepiece model ({error})") from None
+        return cls(processor)
+
+    def to_bytes(self) -> bytes:
+        return self._sp.serialized_model_proto()
+
+    def save(self, path: str | Path) -> None:
+        """Write the model file atomically, so a crash never leaves half a model behind."""
+        file = Path(path)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        temporary = file.with_name(file.name + ".tmp")
+        temporary.write_bytes(self.to_bytes())
+        temporary.replace(file)
+
+    # ------------------------------------------------------------------ ids
+    @property
+    def vocab_size(self) -> int:
+        return self._sp.get_piece_size()
+
+    @property
+    def pad_id(self) -> int:
+        return self.PAD_ID
+
+    @property
+    def unk_id(self) -> int:
+        return self.UNK_ID
+
+    @property
+    def bos_id(self) -> int:
+        return self.BOS_ID
+
+    @property
+    def eos_id(self) -> int:
+        return self.EOS_ID
+
+    # ------------------------------------------------------------------ text <-> ids
+    def encode(self, text: str) -> list[int]:
+        """Piece ids of ``text``, without bos or eos."""
+        return self._sp.encode(text)
+
+    def encode_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
+        return self._sp.encode(list(texts), num_threads=num_threads)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ``ids``; pad, bos and eos are ignored wherever they are."""
+        return self._sp.decode([int(i) for i in ids if int(i) not in self._specials])
+
+    def pieces(self, text: str) -> list[str]:
+        """The pieces ``text`` splits into (labels for attention pictures)."""
+        return self._sp.encode(text, out_type=str)
+
+    def id_to_piece(self, index: int) -> str:
+        return self._sp.id_to_piece(int(index))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Tokenizer) and self.to_bytes() == other.to_bytes()
+
+    def __hash__(self) -> int:
+        return hash(self.to_bytes())
+
+    def __repr__(self) -> str:
+        return f"Tokenizer(vocab_size={self.vocab_size})"
+
+
+def _train_model(
+    sentences: list[str], *, vocab_size: int, model_type: str, character_coverage: float, max_sentences: int,
+    num_threads: int, seed: int,
+) -> bytes:  # fmt: skip
+    """Serialized sentencepiece model with this project's special ids and no text normalisation."""
+    spm.set_random_generator_seed(seed)
+    writer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=writer, vocab_size=vocab_size, model_type=model_type,
+        character_coverage=character_coverage, input_sentence_size=max_sentences, num_threads=num_threads,
+        pad_id=Tokenizer.PAD_ID, unk_id=Tokenizer.UNK_ID, bos_id=Tokenizer.BOS_ID, eos_id=Tokenizer.EOS_ID,
+        pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>", minloglevel=2,
+        normalization_rule_name="identity", hard_vocab_limit=False, shuffle_input_sentence=True,
+    )  # fmt: skip
+    return writer.getvalue()
