@@ -1,0 +1,158 @@
+"""Token-budget batches of similar-length examples, reshuffled every epoch, resumable mid-epoch.
+
+Examples are sorted by length (the longer side, then target, then source), with ties broken by a
+random draw seeded by (seed, epoch), and cut greedily into batches whose cost
+``n_sentences * max(S, T)`` stays within ``max_tokens``. Sorting by the longer side first matches
+the cost, and halves the padding of a plain (target, source) sort on the Bible corpus (5% against
+10% at max_tokens=8192). The sequence of lengths is the same in every epoch, so the batch
+boundaries are too: only which equal-length examples share a batch, and the order of the
+batches, change from epoch to epoch. That keeps ``len()`` fixed and makes an epoch's batches a
+pure function of (seed, epoch), so an iterator restored from ``state_dict()`` continues exactly
+where the saved one stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+class TokenBatchSampler:
+    """Yields lists of dataset indices; see the module docstring for how batches are formed.
+
+    A single example whose cost exceeds ``max_tokens`` forms a batch of its own rather than being
+    dropped or raising: filtering over-long examples is the corpus filter's job. With
+    ``world_size > 1`` each rank gets every ``world_size``-th batch; when the batches do not
+    divide evenly, the first ones are repeated so every rank runs the same number of steps.
+    """
+
+    def __init__(
+        self,
+        src_lengths: np.ndarray,
+        tgt_lengths: np.ndarray,
+        max_tokens: int,
+        seed: int,
+        shuffle: bool = True,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        self.src_lengths = np.asarray(src_lengths, dtype=np.int64)
+        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)
+        if self.src_lengths.shape != self.tgt_lengths.shape or self.src_lengths.ndim != 1:
+            raise ValueError(f"length arrays differ: {self.src_lengths.shape} vs {self.tgt_lengths.shape}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is not in [0, {world_size})")
+        self.max_tokens, self.seed, self.shuffle = int(max_tokens), int(seed), bool(shuffle)
+        self.rank, self.world_size = int(rank), int(world_size)
+        self.epoch = 0
+        self.position = 0  # batches of the current epoch already handed out by this rank
+        self._cuts = _pack(self._order(0), self.src_lengths, self.tgt_lengths, self.max_tokens)
+        oversized = int(np.maximum(self.src_lengths, self.tgt_lengths).max(initial=0))
+        if oversized > self.max_tokens:
+            log.warning(
+                "some examples (up to %d tokens) exceed max_tokens=%d; each forms its own batch",
+                oversized,
+                self.max_tokens,
+            )
+
+    @property
+    def n_batches_total(self) -> int:
+        """Batches per epoch over all ranks (before evening them out across ranks)."""
+        return len(self._cuts) - 1
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank."""
+        return (self.n_batches_total + self.world_size - 1) // self.world_size
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """All batches this rank gets in ``epoch``, in order."""
+        order = self._order(epoch)
+        everything = [order[a:b] for a, b in zip(self._cuts[:-1], self._cuts[1:])]
+        if self.shuffle:
+            permutation = np.random.default_rng([self.seed, epoch, 1]).permutation(len(everything))
+            everything = [everything[k] for k in permutation]
+        if not everything:
+            return []
+        mine = range(self.rank, len(self) * self.world_size, self.world_size)
+        return [everything[k % len(everything)].tolist() for k in mine]
+
+    def __iter__(self) -> Iterator[list[int]]:
+        """The rest of the current epoch from the saved position; afterwards the epoch advances."""
+        epoch_batches = self.batches(self.epoch)
+        while self.position < len(epoch_batches):
+            batch = epoch_batches[self.position]
+            self.position += 1
+            yield batch
+        self.epoch, self.position = self.epoch + 1, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Move to ``epoch``; setting the current epoch again keeps the position (so resume works)."""
+        if epoch != self.epoch:
+            self.epoch, self.position = int(epoch), 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "position": self.position,
+            "n_examples": len(self.src_lengths),
+            "n_batches": self.n_batches_total,
+            "seed": self.seed,
+            "world_size": self.world_size,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore epoch and position; if the data or batch settings changed, restart that epoch."""
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+        saved = (state.get("n_examples"), state.get("n_batches"), state.get("seed"), state.get("world_size"))
+        current = (len(self.src_lengths), self.n_batches_total, self.seed, self.world_size)
+        if saved != current:
+            log.warning(
+                "batch sampler state was saved for (examples, batches, seed, ranks)=%s, not %s; "
+                "restarting epoch %d from its first batch",
+                saved,
+                current,
+                self.epoch,
+            )
+            self.position = 0
+
+    def _order(self, epoch: int) -> np.ndarray:
+        """Indices sorted by (longer side, target, source length); ties broken at random when shuffling."""
+        if self.shuffle:
+            ties = np.random.default_rng([self.seed, epoch, 0]).random(len(self.src_lengths))
+        else:
+            ties = np.arange(len(self.src_lengths))
+        longer = np.maximum(self.src_lengths, self.tgt_lengths)
+        return np.lexsort((ties, self.src_lengths, self.tgt_lengths, longer))
+
+
+def _pack(order: np.ndarray, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int) -> list[int]:
+    """Greedy cut points (into ``order``) so each batch's n * max(S, T) stays within max_tokens."""
+    longest = np.maximum(src_lengths, tgt_lengths)[order].tolist()
+    cuts = [0]
+    size = widest = 0
+    for k, length in enumerate(longest):
+        wider = max(widest, length)
+        if size and (size + 1) * wider > max_tokens:
+            cuts.append(k)
+            size, wider = 0, length
+        size, widest = size + 1, wider
+    if size:
+        cuts.append(len(longest))
+    return cuts
+
+
+def padding_waste(batches: list[list[int]], src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> float:
+    """Fraction of the batch tensors (source plus target) that is padding."""
+    real = padded = 0
+    for batch in batches:
+        src, tgt = src_lengths[batch], tgt_lengths[batch]
+        real += int(src.sum() + tgt.sum())
+        padded += len(batch) * int(src.max() + tgt.max())
+    return 1.0 - real / padded if padded else 0.0
