@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.data.alignment import Segment, align, fit_length_model
+from seq2seq.data.corpus import normalize
 from seq2seq.data.sword import BOOKS, Verse, ensure_modules, export_module
 from seq2seq.errors import UserError
 
@@ -87,26 +88,60 @@ def align_translations(
             for v in a_book
         ]
         b_segments = [Segment(v.ref, len(v.text), v.strongs) for v in b_book]
+        book_drops = []
         for bead in align(a_segments, b_segments, model=model):
-            a_verses = [a_book[i] for i in bead.a]
-            b_verses = [b_book[j] for j in bead.b]
-            refs = ("+".join(v.ref for v in a_verses), "+".join(v.ref for v in b_verses))
-            if not a_verses or not b_verses:
-                missing, present = (1, a_verses) if a_verses else (0, b_verses)
-                empty = not present[0].text
-                reason = f"empty in {names[1 - missing]}" if empty else f"no counterpart in {names[missing]}"
-                drops.append(Drop(refs, reason))
-            elif abs(bead.z) > max_length_z:
-                drops.append(Drop(refs, "length mismatch", f"z={bead.z:+.1f}"))
-            else:
-                if len(a_verses) + len(b_verses) > 2:
-                    notes["merged"] += 1
-                elif refs[0] != refs[1]:
-                    notes["re-paired"] += 1
-                    notes[f"re-paired in {refs[0].rsplit('.', 1)[0]}"] += 1
-                texts = (" ".join(v.text for v in a_verses), " ".join(v.text for v in b_verses))
-                pairs.append(VersePair(refs, texts, chapter_number(a_verses[0].book, a_verses[0].chapter)))
+            outcome = _outcome(
+                [a_book[i] for i in bead.a], [b_book[j] for j in bead.b], bead.z, names, max_length_z
+            )
+            if isinstance(outcome, Drop):
+                book_drops.append(outcome)
+                continue
+            pairs.append(outcome)
+            if "+" in "".join(outcome.refs):
+                notes["merged"] += 1
+            elif outcome.refs[0] != outcome.refs[1]:
+                notes["re-paired"] += 1
+                notes[f"re-paired in {outcome.refs[0].rsplit('.', 1)[0]}"] += 1
+        drops.extend(_merge_opposite_skips(book_drops))
     return pairs, drops, notes
+
+
+def _outcome(
+    a_verses: list[Verse], b_verses: list[Verse], z: float, names: tuple[str, str], max_length_z: float
+) -> VersePair | Drop:
+    refs = ("+".join(v.ref for v in a_verses), "+".join(v.ref for v in b_verses))
+    if not a_verses or not b_verses:
+        side = 0 if a_verses else 1
+        verse = (a_verses or b_verses)[0]
+        return Drop(
+            refs, f"empty in {names[side]}" if not verse.text else f"no counterpart in {names[1 - side]}"
+        )
+    if abs(z) > max_length_z:
+        return Drop(refs, "length mismatch", f"z={z:+.1f}")
+    texts = (normalize(" ".join(v.text for v in a_verses)), normalize(" ".join(v.text for v in b_verses)))
+    return VersePair(refs, texts, chapter_number(a_verses[0].book, a_verses[0].chapter))
+
+
+def _merge_opposite_skips(drops: list[Drop]) -> list[Drop]:
+    """One drop, not two, for a verse that is empty on one side and has text on the other."""
+    merged: list[Drop] = []
+    for drop in drops:
+        this, last = _skipped(drop), _skipped(merged[-1]) if merged else None
+        if this and last and this[0] != last[0] and this[1] == last[1]:
+            reason = drop.reason if drop.reason.startswith("empty") else merged[-1].reason
+            merged[-1] = Drop((this[1], this[1]), reason)
+        else:
+            merged.append(drop)
+    return merged
+
+
+def _skipped(drop: Drop) -> tuple[int, str] | None:
+    """(side, reference) of a verse left without a partner, None for other drops."""
+    if drop.refs[0] and not drop.refs[1]:
+        return 0, drop.refs[0]
+    if drop.refs[1] and not drop.refs[0]:
+        return 1, drop.refs[1]
+    return None
 
 
 def prepare_bible(
@@ -132,48 +167,41 @@ def prepare_bible(
     langs = _languages(modules, strongs_from or {})
     out = Path(out_dir)
     split_rule = {"modulus": 20, "test": 10, "dev": 0, **(split or {})}
-    arguments = {
-        "modules": dict(modules),
-        "strongs_from": dict(strongs_from or {}),
-        "split": split_rule,
-        "max_length_z": max_length_z,
-        "version": RECIPE_VERSION,
-    }
+    arguments = {"modules": dict(modules), "strongs_from": dict(strongs_from or {}), "split": split_rule,
+                 "max_length_z": max_length_z, "version": RECIPE_VERSION}  # fmt: skip
     fingerprint = hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()[:16]
     if not force and _already_prepared(out, langs, fingerprint):
-        log.info(
-            "%s already holds this corpus (fingerprint %s); pass force=true to rebuild", out, fingerprint
-        )
+        log.info("%s already holds this corpus (fingerprint %s); force=true rebuilds it", out, fingerprint)
         return json.loads((out / "stats.json").read_text(encoding="utf-8"))
     needed = list(dict.fromkeys([*modules.values(), *(strongs_from or {}).values()]))
     ensure_modules(needed, packages=dict(packages), diatheke=diatheke, install=install_missing)
     started = time.perf_counter()
-    first, second = (export_module(modules[lang], diatheke=diatheke, progress=progress) for lang in langs)
-    keys = None
-    if strongs_from:
-        keys = {
-            v.ref: v.strongs
-            for v in export_module(strongs_from[langs[0]], diatheke=diatheke, progress=progress)
-        }
+    first, second, keys = _export(modules, langs, strongs_from, diatheke=diatheke, progress=progress)
     export_seconds = time.perf_counter() - started
+    names = (modules[langs[0]], modules[langs[1]])
     pairs, drops, notes = align_translations(
-        first, second, names=(modules[langs[0]], modules[langs[1]]), a_keys=keys, max_length_z=max_length_z
+        first, second, names=names, a_keys=keys, max_length_z=max_length_z
     )
     by_split: dict[str, list[VersePair]] = {name: [] for name in SPLITS}
     for pair in pairs:
         by_split[split_of(pair.chapter, **split_rule)].append(pair)
-    timing = {
-        "export_seconds": round(export_seconds, 1),
-        "total_seconds": round(time.perf_counter() - started, 1),
-    }
-    stats = {
-        "fingerprint": fingerprint,
-        "arguments": arguments,
-        **_statistics(by_split, drops, notes, langs),
-        **timing,
-    }
+    stats = {"fingerprint": fingerprint, "arguments": arguments, **_statistics(by_split, drops, notes, langs)}
+    stats["export_seconds"] = round(export_seconds, 1)
+    stats["total_seconds"] = round(time.perf_counter() - started, 1)
     _write_corpus(out, langs, by_split, drops, stats)
     return stats
+
+
+def _export(
+    modules: Mapping[str, str], langs: tuple[str, str], strongs_from: Mapping[str, str] | None, *,
+    diatheke: str, progress: bool,
+) -> tuple[list[Verse], list[Verse], dict[str, frozenset[str]] | None]:  # fmt: skip
+    """Both translations, and the Strong's numbers by reference that replace the first one's own."""
+    first, second = (export_module(modules[lang], diatheke=diatheke, progress=progress) for lang in langs)
+    if not strongs_from:
+        return first, second, None
+    lender = export_module(strongs_from[langs[0]], diatheke=diatheke, progress=progress)
+    return first, second, {v.ref: v.strongs for v in lender}
 
 
 def _languages(modules: Mapping[str, str], strongs_from: Mapping[str, str]) -> tuple[str, str]:

@@ -12,7 +12,8 @@ from seq2seq.errors import UserError
 # between the testaments, the glossary appended to the last verse.
 EXPORT = """\
 Genesis 1:1: <w savlm="strong:H0430">In</w> <w savlm="strong:H7225">beginning</w>, \
-<w savlm="strong:H0430">God</w><note placement="foot" swordFootnote="1"></note><w savlm="strong:H1254">created</w> the heavens.
+<w savlm="strong:H0430">God</w><note placement="foot" swordFootnote="1"></note>\
+<w savlm="strong:H1254">created</w> the heavens.
 Genesis 1:2: The earth was
 formless and empty.
 <title canonical="true" type="psalm">A Psalm by David.</title> <lg sID="g1"/> <l level="1" sID="g2"/>\
