@@ -21,7 +21,9 @@ def read_jobs(sweep_dir: Path) -> list[dict]:
     for summary_path in sorted(sweep_dir.glob("**/summary.json")):
         summary = json.loads(summary_path.read_text())
         overrides = dict(item.split("=", 1) for item in summary.get("overrides", []) if "=" in item)
-        jobs.append({"dir": str(summary_path.parent.relative_to(sweep_dir)), "overrides": overrides, **summary})
+        jobs.append(
+            {"dir": str(summary_path.parent.relative_to(sweep_dir)), "overrides": overrides, **summary}
+        )
     return jobs
 
 
@@ -36,10 +38,16 @@ def table_rows(jobs: list[dict]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for job in sorted(jobs, key=lambda j: -(j.get("best_dev_bleu") or -1)):
         bleu = job.get("best_dev_bleu")
-        rows.append([job["overrides"].get(k, "") for k in keys] + [
-            "n/a" if bleu is None else f"{bleu:.2f}", f"{job.get('tokens_per_second', 0):,.0f}",
-            f"{job.get('parameters', 0):,}", f"{job.get('minutes', 0):.1f}", str(job.get("updates", "")),
-        ])  # fmt: skip
+        rows.append(
+            [job["overrides"].get(k, "") for k in keys]
+            + [
+                "n/a" if bleu is None else f"{bleu:.2f}",
+                f"{job.get('tokens_per_second', 0):,.0f}",
+                f"{job.get('parameters', 0):,}",
+                f"{job.get('minutes', 0):.1f}",
+                str(job.get("updates", "")),
+            ]
+        )
     return header, rows
 
 
@@ -65,17 +73,23 @@ def bar_chart(path: Path, labels: list[str], values: list[float]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sweep_dir", type=Path, help="a multirun directory written by seq2seq-train -m")
-    parser.add_argument("--out", type=Path, default=None, help="where to write report.md/csv/png (default: sweep_dir)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="where to write report.md/csv/png (default: sweep_dir)"
+    )
     args = parser.parse_args(argv)
     if not args.sweep_dir.is_dir():
         print(f"error: {args.sweep_dir} is not a directory; pass a multirun directory", file=sys.stderr)
         return 2
     jobs = read_jobs(args.sweep_dir)
     if not jobs:
-        print(f"error: no finished jobs (summary.json) under {args.sweep_dir}; did the sweep complete?",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"error: no finished jobs (summary.json) under {args.sweep_dir}; did the sweep complete?",
+            file=sys.stderr,
+        )
         return 2
     out = args.out or args.sweep_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -86,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         csv.writer(handle).writerows([header] + rows)
     keys = differing_keys(jobs)
     labels = [",".join(f"{k.split('.')[-1]}={r[i]}" for i, k in enumerate(keys)) for r in rows]
-    bar_chart(out / "report.png", labels, [float(r[len(keys)]) if r[len(keys)] != "n/a" else 0.0 for r in rows])
+    bar_chart(
+        out / "report.png", labels, [float(r[len(keys)]) if r[len(keys)] != "n/a" else 0.0 for r in rows]
+    )
     print(report)
     print(f"\nwrote {out / 'report.md'}, {out / 'report.csv'}, {out / 'report.png'}")
     return 0

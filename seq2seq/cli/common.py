@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from seq2seq.errors import UserError
 

@@ -8,7 +8,6 @@ unknown key Hydra's own one-line error before anything runs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -27,7 +26,7 @@ class ModelSchema:
     positional: str = "sinusoidal"
     alibi_cross_attention: bool = False
     attention: str = "sdpa"
-    window: Optional[int] = None
+    window: int | None = None
     cross_downsample: int = 1
     downsample_mode: str = "avg"
     norm: str = "pre"
@@ -41,19 +40,19 @@ class ModelSchema:
 class TrainerSchema:
     max_updates: int = 100000
     max_epochs: int = 1000
-    max_minutes: Optional[float] = None
+    max_minutes: float | None = None
     max_tokens: int = 6000
     update_freq: int = 1
-    clip_norm: Optional[float] = 1.0
+    clip_norm: float | None = 1.0
     precision: str = "fp32"
     device: str = "auto"
-    num_threads: Optional[int] = None
-    validate_every: Optional[int] = 2000
-    validate_every_minutes: Optional[float] = None
+    num_threads: int | None = None
+    validate_every: int | None = 2000
+    validate_every_minutes: float | None = None
     validate_bleu: bool = True
-    validate_max_sentences: Optional[int] = None
-    early_stop_patience: Optional[int] = None
-    save_every: Optional[int] = 2000
+    validate_max_sentences: int | None = None
+    early_stop_patience: int | None = None
+    save_every: int | None = 2000
     keep_last: int = 3
     log_every: int = 50
     resume: str = "auto"

@@ -1,9 +1,9 @@
 """seq2seq-train: compose the config, build data/model/optimizer, train, checkpoint, report.
 
-    seq2seq-train                                   # the default: small model, Bible en->es
-    seq2seq-train model=base trainer.max_minutes=30 trainer.precision=bf16
-    seq2seq-train -m model/positional=sinusoidal,alibi,rope
-    torchrun --nproc_per_node=2 -m seq2seq.cli.train trainer.device=cpu
+seq2seq-train                                   # the default: small model, Bible en->es
+seq2seq-train model=base trainer.max_minutes=30 trainer.precision=bf16
+seq2seq-train -m model/positional=sinusoidal,alibi,rope
+torchrun --nproc_per_node=2 -m seq2seq.cli.train trainer.device=cpu
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ def check_targets(node: Any, path: str = "") -> None:
     if isinstance(node, DictConfig):
         target = node.get("_target_") if "_target_" in node else None
         if target is not None and not str(target).startswith(ALLOWED_TARGET_PREFIXES):
-            raise UserError(f"{path or 'config'}._target_={target!r} is not allowed; "
-                            f"targets must start with {' or '.join(ALLOWED_TARGET_PREFIXES)}")  # fmt: skip
+            raise UserError(
+                f"{path or 'config'}._target_={target!r} is not allowed; "
+                f"targets must start with {' or '.join(ALLOWED_TARGET_PREFIXES)}"
+            )
         for key in node:
             check_targets(node[key], f"{path}.{key}" if path else str(key))
 
@@ -86,7 +88,9 @@ def resume_path(setting: str, run_dir: Path) -> Path | None:
         return last if last.is_file() else None
     path = Path(hydra.utils.to_absolute_path(setting))
     if not path.is_file():
-        raise UserError(f"trainer.resume={setting}: no such checkpoint file; pass an existing .pt file or 'auto'")
+        raise UserError(
+            f"trainer.resume={setting}: no such checkpoint file; pass an existing .pt file or 'auto'"
+        )
     return path
 
 
@@ -105,8 +109,13 @@ def train(cfg: DictConfig) -> float | None:
 
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
     torch.manual_seed(int(cfg.seed))  # identical initial weights on every rank
-    model = instantiate(cfg.model, src_vocab_size=data.src_vocab_size, tgt_vocab_size=data.tgt_vocab_size,
-                        pad_id=data.pad_id, _convert_="all").to(device)  # fmt: skip
+    model = instantiate(
+        cfg.model,
+        src_vocab_size=data.src_vocab_size,
+        tgt_vocab_size=data.tgt_vocab_size,
+        pad_id=data.pad_id,
+        _convert_="all",
+    ).to(device)
     log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
@@ -118,19 +127,33 @@ def train(cfg: DictConfig) -> float | None:
         wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
 
     trainer = Trainer(
-        model=wrapped, optimizer=optimizer, scheduler=scheduler, loss_fn=loss_fn,
-        batches=data.train_batches, make_batch=data.make_batch,
+        model=wrapped,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        loss_fn=loss_fn,
+        batches=data.train_batches,
+        make_batch=data.make_batch,
         validate=build_validator(cfg, data, loss_fn, device) if main else None,
         reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=_progress_setting(cfg), enabled=main),
-        output_dir=run_dir, options=options, device=device,
-        checkpoint_extras={"config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,
-                           "tokenizer": data.tokenizer_payload},
-    )  # fmt: skip
+        output_dir=run_dir,
+        options=options,
+        device=device,
+        checkpoint_extras={
+            "config": OmegaConf.to_container(cfg, resolve=True),
+            "model_config": model.config,
+            "tokenizer": data.tokenizer_payload,
+        },
+    )
     checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
     if checkpoint is not None:
         trainer.resume_from(checkpoint)
-    log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
-             run_dir / "tensorboard")  # fmt: skip
+    log.info(
+        "training in %s on %s (%s); TensorBoard logs in %s",
+        run_dir,
+        device,
+        options.precision,
+        run_dir / "tensorboard",
+    )
     state = trainer.fit()
     if main:
         write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter)
@@ -140,16 +163,31 @@ def train(cfg: DictConfig) -> float | None:
 
 def build_validator(cfg: DictConfig, data: Any, loss_fn: Any, device: torch.device) -> Validator:
     trainer_cfg = cfg.trainer
-    search = SearchOptions(**{k: v for k, v in OmegaConf.to_container(cfg.decode).items()
-                              if k in SearchOptions.__dataclass_fields__})  # fmt: skip
+    search = SearchOptions(
+        **{
+            k: v
+            for k, v in OmegaConf.to_container(cfg.decode).items()
+            if k in SearchOptions.__dataclass_fields__
+        }
+    )
     return Validator(
-        dev=data.dev, dev_batches=data.dev_batches, make_batch=data.make_dev_batch,
-        dev_src_texts=data.dev_src_texts, dev_ref_texts=data.dev_ref_texts,
-        src_tokenizer=data.src_tokenizer, tgt_tokenizer=data.tgt_tokenizer, loss_fn=loss_fn, device=device,
-        precision=trainer_cfg.precision, search=search, max_tokens=int(trainer_cfg.max_tokens),
-        compute_bleu=bool(trainer_cfg.validate_bleu), max_sentences=trainer_cfg.validate_max_sentences,
-        n_samples=int(trainer_cfg.sample_translations), attention_plot=bool(trainer_cfg.attention_plot),
-    )  # fmt: skip
+        dev=data.dev,
+        dev_batches=data.dev_batches,
+        make_batch=data.make_dev_batch,
+        dev_src_texts=data.dev_src_texts,
+        dev_ref_texts=data.dev_ref_texts,
+        src_tokenizer=data.src_tokenizer,
+        tgt_tokenizer=data.tgt_tokenizer,
+        loss_fn=loss_fn,
+        device=device,
+        precision=trainer_cfg.precision,
+        search=search,
+        max_tokens=int(trainer_cfg.max_tokens),
+        compute_bleu=bool(trainer_cfg.validate_bleu),
+        max_sentences=trainer_cfg.validate_max_sentences,
+        n_samples=int(trainer_cfg.sample_translations),
+        attention_plot=bool(trainer_cfg.attention_plot),
+    )
 
 
 def _progress_setting(cfg: DictConfig) -> bool | None:
@@ -161,14 +199,25 @@ def write_summary(run_dir: Path, cfg: DictConfig, state: Any, n_params: int, rep
     """summary.json: what a sweep report and the quickstart read back."""
     overrides = list(HydraConfig.get().overrides.task)
     summary = {
-        "overrides": overrides, "best_dev_bleu": state.best_bleu, "updates": state.step, "epochs": state.epoch,
-        "minutes": state.elapsed_seconds / 60, "parameters": n_params,
-        "tokens_per_second": reporter.mean_tokens_per_second, "nonfinite_skipped": state.nonfinite_skipped,
-        "history": state.history, "checkpoint": str(run_dir / "best.pt"),
-    }  # fmt: skip
+        "overrides": overrides,
+        "best_dev_bleu": state.best_bleu,
+        "updates": state.step,
+        "epochs": state.epoch,
+        "minutes": state.elapsed_seconds / 60,
+        "parameters": n_params,
+        "tokens_per_second": reporter.mean_tokens_per_second,
+        "nonfinite_skipped": state.nonfinite_skipped,
+        "history": state.history,
+        "checkpoint": str(run_dir / "best.pt"),
+    }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    log.info("done: %d updates in %.1f minutes; best dev BLEU %s; checkpoints in %s", state.step,
-             state.elapsed_seconds / 60, "n/a" if state.best_bleu is None else f"{state.best_bleu:.2f}", run_dir)
+    log.info(
+        "done: %d updates in %.1f minutes; best dev BLEU %s; checkpoints in %s",
+        state.step,
+        state.elapsed_seconds / 60,
+        "n/a" if state.best_bleu is None else f"{state.best_bleu:.2f}",
+        run_dir,
+    )
 
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")

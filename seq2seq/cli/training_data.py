@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
@@ -54,20 +55,39 @@ def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int
     tokenizer = OmegaConf.to_container(data_cfg.tokenizer, resolve=True)
     filters = OmegaConf.to_container(data_cfg.filter, resolve=True)
     data = prepare_training_data(
-        train_src=_path(data_cfg.train.src), train_tgt=_path(data_cfg.train.tgt),
-        dev_src=_path(data_cfg.dev.src), dev_tgt=_path(data_cfg.dev.tgt),
-        out_dir=run_dir, cache_dir=_path(data_cfg.cache_dir), encoding_errors=str(data_cfg.encoding_errors),
-        seed=seed, progress=sys.stderr.isatty() and distributed.is_main(), **tokenizer, **filters,
-    )  # fmt: skip
+        train_src=_path(data_cfg.train.src),
+        train_tgt=_path(data_cfg.train.tgt),
+        dev_src=_path(data_cfg.dev.src),
+        dev_tgt=_path(data_cfg.dev.tgt),
+        out_dir=run_dir,
+        cache_dir=_path(data_cfg.cache_dir),
+        encoding_errors=str(data_cfg.encoding_errors),
+        seed=seed,
+        progress=sys.stderr.isatty() and distributed.is_main(),
+        **tokenizer,
+        **filters,
+    )
     collate = partial(make_batch, pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id)
-    train_batches = TokenBatchSampler(data.train.src_lengths, data.train.tgt_lengths, max_tokens, seed=seed,
-                                      rank=distributed.rank(), world_size=distributed.world_size())  # fmt: skip
-    dev_sampler = TokenBatchSampler(data.dev.src_lengths, data.dev.tgt_lengths, max_tokens, seed=seed, shuffle=False)
+    train_batches = TokenBatchSampler(
+        data.train.src_lengths,
+        data.train.tgt_lengths,
+        max_tokens,
+        seed=seed,
+        rank=distributed.rank(),
+        world_size=distributed.world_size(),
+    )
+    dev_sampler = TokenBatchSampler(
+        data.dev.src_lengths, data.dev.tgt_lengths, max_tokens, seed=seed, shuffle=False
+    )
     return RunData(
-        src_tokenizer=data.src_tokenizer, tgt_tokenizer=data.tgt_tokenizer, train_batches=train_batches,
+        src_tokenizer=data.src_tokenizer,
+        tgt_tokenizer=data.tgt_tokenizer,
+        train_batches=train_batches,
         make_batch=lambda indices: collate(data.train, indices),
         make_dev_batch=lambda indices: collate(data.dev, indices),
-        dev=data.dev, dev_batches=dev_sampler.batches(0),
-        dev_src_texts=data.dev_src_texts, dev_ref_texts=data.dev_ref_texts,
+        dev=data.dev,
+        dev_batches=dev_sampler.batches(0),
+        dev_src_texts=data.dev_src_texts,
+        dev_ref_texts=data.dev_ref_texts,
         tokenizer_payload=data.tokenizer_payload,
-    )  # fmt: skip
+    )

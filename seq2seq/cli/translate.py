@@ -1,7 +1,7 @@
 """seq2seq-translate: a checkpoint plus text in, translations out, one output line per input line.
 
-    seq2seq-translate checkpoint=runs/bible_en_es.en-es/best.pt input=test.en output=test.hyp
-    echo "In the beginning God created the heavens." | seq2seq-translate checkpoint=... decode=greedy
+seq2seq-translate checkpoint=runs/bible_en_es.en-es/best.pt input=test.en output=test.hyp
+echo "In the beginning God created the heavens." | seq2seq-translate checkpoint=... decode=greedy
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ log = logging.getLogger("seq2seq.translate")
 LONG_LINE_POLICIES = ("truncate", "split", "error")
 
 
-def encode_sources(lines: list[str], loaded: LoadedModel, *, limit: int, policy: str) -> tuple[list[list[int]], list[int]]:
+def encode_sources(
+    lines: list[str], loaded: LoadedModel, *, limit: int, policy: str
+) -> tuple[list[list[int]], list[int]]:
     """Token ids (ending in eos) per piece to translate, and the input line each piece belongs to."""
     tokenizer = loaded.src_tokenizer
     sources: list[list[int]] = []
@@ -38,8 +40,10 @@ def encode_sources(lines: list[str], loaded: LoadedModel, *, limit: int, policy:
         ids = tokenizer.encode(line) if line else []
         if len(ids) > limit:
             if policy == "error":
-                raise UserError(f"input line {number + 1} has {len(ids)} tokens, more than the limit of {limit}; "
-                                "pass long_lines=truncate or long_lines=split")  # fmt: skip
+                raise UserError(
+                    f"input line {number + 1} has {len(ids)} tokens, more than the limit of {limit}; "
+                    "pass long_lines=truncate or long_lines=split"
+                )
             if policy == "truncate":
                 ids, truncated = ids[:limit], truncated + 1
         chunks = [ids[i : i + limit] for i in range(0, len(ids), limit)] or [[]]
@@ -62,8 +66,13 @@ def format_line(nbest: list[Any], loaded: LoadedModel, *, scores: bool, alignmen
     return text
 
 
-def alignments_and_pictures(cfg: DictConfig, loaded: LoadedModel, sources: list[list[int]], results: list[list[Any]],
-                            device: torch.device) -> list[str | None]:  # fmt: skip
+def alignments_and_pictures(
+    cfg: DictConfig,
+    loaded: LoadedModel,
+    sources: list[list[int]],
+    results: list[list[Any]],
+    device: torch.device,
+) -> list[str | None]:
     """Argmax cross-attention alignments ("src-tgt" pairs) and optional heat maps, one sentence at a time."""
     out: list[str | None] = [None] * len(sources)
     picture_dir = Path(cfg.attention_dir) if cfg.attention_dir else None
@@ -79,7 +88,9 @@ def alignments_and_pictures(cfg: DictConfig, loaded: LoadedModel, sources: list[
         src = pad_batch([source], tokenizer.pad_id).to(device)  # (1, S)
         tgt_in = pad_batch([[tokenizer.bos_id] + hypothesis], tokenizer.pad_id).to(device)  # (1, T)
         weights = loaded.model.cross_attention(src, tgt_in, layer=int(cfg.attention_layer))[0]  # (H, T, S')
-        weights = weights.mean(0) if cfg.attention_head is None else weights[int(cfg.attention_head)]  # (T, S')
+        weights = (
+            weights.mean(0) if cfg.attention_head is None else weights[int(cfg.attention_head)]
+        )  # (T, S')
         best_source = weights[: len(hypothesis)].argmax(-1).tolist()  # per target token
         out[index] = " ".join(f"{s * stride}-{t}" for t, s in enumerate(best_source))
         if picture_dir is not None:
@@ -105,30 +116,57 @@ def write_output(target: str, lines: list[str]) -> None:
 
 @exit_on_user_error
 def translate(cfg: DictConfig) -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING if cfg.quiet else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")  # fmt: skip
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.WARNING if cfg.quiet else logging.INFO,
+        format="%(asctime)s %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+    )
     if cfg.long_lines not in LONG_LINE_POLICIES:
-        raise UserError(f"long_lines={cfg.long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}")
-    device = torch.device("cuda" if cfg.device == "auto" and torch.cuda.is_available() else
-                          "cpu" if cfg.device == "auto" else cfg.device)  # fmt: skip
+        raise UserError(
+            f"long_lines={cfg.long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
+        )
+    device = torch.device(
+        "cuda"
+        if cfg.device == "auto" and torch.cuda.is_available()
+        else "cpu"
+        if cfg.device == "auto"
+        else cfg.device
+    )
     loaded = load_for_inference(Path(hydra.utils.to_absolute_path(cfg.checkpoint)), device)
     input_path = cfg.input if cfg.input == "-" else hydra.utils.to_absolute_path(cfg.input)
     lines = [clean_line(line) for line in read_lines(input_path, encoding_errors=cfg.encoding_errors)]
     limit = int(cfg.max_input_tokens or loaded.model.config.get("max_positions", 1024) - 1)
     sources, owners = encode_sources(lines, loaded, limit=limit, policy=cfg.long_lines)
-    options = SearchOptions(**{k: v for k, v in OmegaConf.to_container(cfg.decode).items()
-                               if k in SearchOptions.__dataclass_fields__})  # fmt: skip
-    log.info("translating %d lines (%d pieces) with beam %d on %s", len(lines), len(sources), options.beam_size, device)
+    options = SearchOptions(
+        **{
+            k: v
+            for k, v in OmegaConf.to_container(cfg.decode).items()
+            if k in SearchOptions.__dataclass_fields__
+        }
+    )
+    log.info(
+        "translating %d lines (%d pieces) with beam %d on %s",
+        len(lines),
+        len(sources),
+        options.beam_size,
+        device,
+    )
     results = _search_with_progress(cfg, loaded, sources, options, device)
-    alignments = alignments_and_pictures(cfg, loaded, sources, results, device) if (
-        cfg.alignment or cfg.attention_dir) else [None] * len(sources)  # fmt: skip
+    alignments = (
+        alignments_and_pictures(cfg, loaded, sources, results, device)
+        if (cfg.alignment or cfg.attention_dir)
+        else [None] * len(sources)
+    )
     output = cfg.output if cfg.output == "-" else hydra.utils.to_absolute_path(cfg.output)
     if options.nbest > 1:  # Moses n-best format: "line ||| translation ||| score", nbest lines per input line
         write_output(output, nbest_lines(owners, results, loaded))
         return
     pieces: list[list[str]] = [[] for _ in lines]
     for owner, nbest, alignment in zip(owners, results, alignments):
-        text = format_line(nbest, loaded, scores=bool(cfg.scores), alignment=alignment if cfg.alignment else None)
+        text = format_line(
+            nbest, loaded, scores=bool(cfg.scores), alignment=alignment if cfg.alignment else None
+        )
         pieces[owner].append(text)
     write_output(output, [" ".join(p for p in parts if p) for parts in pieces])
 
@@ -140,12 +178,18 @@ def nbest_lines(owners: list[int], results: list[list[Any]], loaded: LoadedModel
         if not nbest:
             lines.append(f"{owner} |||  ||| 0.0000")
         for hypothesis in nbest:
-            lines.append(f"{owner} ||| {loaded.tgt_tokenizer.decode(list(hypothesis.tokens))} ||| {hypothesis.score:.4f}")
+            text = loaded.tgt_tokenizer.decode(list(hypothesis.tokens))
+            lines.append(f"{owner} ||| {text} ||| {hypothesis.score:.4f}")
     return lines
 
 
-def _search_with_progress(cfg: DictConfig, loaded: LoadedModel, sources: list[list[int]], options: SearchOptions,
-                          device: torch.device) -> list[list[Any]]:  # fmt: skip
+def _search_with_progress(
+    cfg: DictConfig,
+    loaded: LoadedModel,
+    sources: list[list[int]],
+    options: SearchOptions,
+    device: torch.device,
+) -> list[list[Any]]:
     show = str(cfg.progress_bar).lower()
     use_bar = (sys.stderr.isatty() and cfg.input != "-") if show == "auto" else show in ("true", "1", "yes")
     bar = None
@@ -155,9 +199,18 @@ def _search_with_progress(cfg: DictConfig, loaded: LoadedModel, sources: list[li
         bar = tqdm(total=len(sources), unit="sent", desc="translate", file=sys.stderr)
     tokenizer = loaded.tgt_tokenizer
     try:
-        return search_ids(loaded.model, sources, options=options, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                          pad_id=tokenizer.pad_id, device=device, max_tokens=int(cfg.max_tokens),
-                          precision=str(cfg.precision), on_batch=bar.update if bar else None)  # fmt: skip
+        return search_ids(
+            loaded.model,
+            sources,
+            options=options,
+            bos_id=tokenizer.bos_id,
+            eos_id=tokenizer.eos_id,
+            pad_id=tokenizer.pad_id,
+            device=device,
+            max_tokens=int(cfg.max_tokens),
+            precision=str(cfg.precision),
+            on_batch=bar.update if bar else None,
+        )
     finally:
         if bar is not None:
             bar.close()

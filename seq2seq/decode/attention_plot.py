@@ -8,7 +8,9 @@ from typing import Any
 import torch
 
 
-def attention_figure(weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str], *, title: str = "") -> Any:
+def attention_figure(
+    weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str], *, title: str = ""
+) -> Any:
     """A matplotlib figure of one sentence's attention.
 
     Shapes: weights (T, S) — rows are target tokens, columns source tokens (already averaged over heads).
@@ -31,7 +33,9 @@ def attention_figure(weights: torch.Tensor, src_pieces: list[str], tgt_pieces: l
     return figure
 
 
-def save_attention_png(path: Path, weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]) -> None:
+def save_attention_png(
+    path: Path, weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str]
+) -> None:
     import matplotlib.pyplot as plt
 
     figure = attention_figure(weights, src_pieces, tgt_pieces)

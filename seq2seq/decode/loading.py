@@ -29,7 +29,9 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
     payload = load_checkpoint(path, map_location="cpu")
     missing = [key for key in ("model", "model_config", "tokenizer") if key not in payload]
     if missing:
-        raise UserError(f"checkpoint {path} lacks {', '.join(missing)}; pass a checkpoint written by seq2seq-train")
+        raise UserError(
+            f"checkpoint {path} lacks {', '.join(missing)}; pass a checkpoint written by seq2seq-train"
+        )
     model = build_model(**payload["model_config"])
     try:
         model.load_state_dict(payload["model"])
@@ -38,8 +40,16 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         raise UserError(f"checkpoint {path} weights do not match its model settings ({first_line})") from None
     tokenizers = payload["tokenizer"]
     src_tokenizer = Tokenizer.from_bytes(tokenizers["src"])
-    tgt_tokenizer = src_tokenizer if tokenizers.get("tgt") in (None, tokenizers["src"]) else Tokenizer.from_bytes(
-        tokenizers["tgt"])  # fmt: skip
+    tgt_tokenizer = (
+        src_tokenizer
+        if tokenizers.get("tgt") in (None, tokenizers["src"])
+        else Tokenizer.from_bytes(tokenizers["tgt"])
+    )
     model.to(device).eval()
-    return LoadedModel(model=model, src_tokenizer=src_tokenizer, tgt_tokenizer=tgt_tokenizer,
-                       config=payload.get("config", {}), step=int(payload.get("step", 0)))  # fmt: skip
+    return LoadedModel(
+        model=model,
+        src_tokenizer=src_tokenizer,
+        tgt_tokenizer=tgt_tokenizer,
+        config=payload.get("config", {}),
+        step=int(payload.get("step", 0)),
+    )

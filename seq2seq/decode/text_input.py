@@ -37,8 +37,10 @@ def read_lines(source: str, *, encoding_errors: str = "strict") -> list[str]:
         try:
             lines.append(raw.decode("utf-8", errors=encoding_errors))
         except UnicodeDecodeError as error:
-            raise UserError(f"{name} line {number} is not valid UTF-8 (byte {error.start}); fix the file "
-                            "or pass encoding_errors=replace") from None  # fmt: skip
+            raise UserError(
+                f"{name} line {number} is not valid UTF-8 (byte {error.start}); fix the file "
+                "or pass encoding_errors=replace"
+            ) from None
     return lines
 
 

@@ -5,13 +5,13 @@ Shared by validation during training and by `seq2seq-translate`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 from torch import nn
-
 
 
 @dataclass
@@ -27,7 +27,9 @@ class SearchOptions:
     no_repeat_ngram_size: int = 0
 
 
-def length_sorted_batches(lengths: list[int], max_tokens: int, max_sentences: int = 256) -> Iterator[list[int]]:
+def length_sorted_batches(
+    lengths: list[int], max_tokens: int, max_sentences: int = 256
+) -> Iterator[list[int]]:
     """Indices grouped so that (sentences x longest length) stays within max_tokens, longest first."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batch: list[int] = []
@@ -92,9 +94,15 @@ def _search(model: nn.Module, src: torch.Tensor, options: SearchOptions, **ids: 
     common = dict(max_len_a=options.max_len_a, max_len_b=options.max_len_b, min_len=options.min_len, **ids)
     if options.beam_size == 1 and options.nbest == 1 and options.no_repeat_ngram_size == 0:
         return [[hypothesis] for hypothesis in greedy_search(model, src, **common)]
-    return beam_search(model, src, beam_size=options.beam_size, nbest=options.nbest,
-                       length_penalty=options.length_penalty, no_repeat_ngram_size=options.no_repeat_ngram_size,
-                       **common)  # fmt: skip
+    return beam_search(
+        model,
+        src,
+        beam_size=options.beam_size,
+        nbest=options.nbest,
+        length_penalty=options.length_penalty,
+        no_repeat_ngram_size=options.no_repeat_ngram_size,
+        **common,
+    )
 
 
 def best_tokens(results: Iterable[list[Any]]) -> list[list[int]]:

@@ -10,7 +10,14 @@ from seq2seq.errors import UserError
 from seq2seq.model.transformer import POSITIONAL_KINDS, Decoder, Encoder, PositionScheme, Seq2Seq
 from seq2seq.nn.backends import BACKENDS, xformers_installed
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
-from seq2seq.nn.layers import ACTIVATIONS, DOWNSAMPLE_MODES, NORMS, DecoderLayer, EncoderLayer, MemoryDownsampler
+from seq2seq.nn.layers import (
+    ACTIVATIONS,
+    DOWNSAMPLE_MODES,
+    NORMS,
+    DecoderLayer,
+    EncoderLayer,
+    MemoryDownsampler,
+)
 
 # Named sizes. "base" and "big" follow Vaswani et al. (2017); "tiny" is for tests and smoke runs.
 SIZES: dict[str, dict[str, int]] = {
@@ -35,8 +42,17 @@ def _check_positive(name: str, value: Any, *, allow_none: bool = False) -> None:
 
 def validate_arguments(args: dict[str, Any]) -> None:
     """Reject impossible settings with one-line messages before any module is built."""
-    for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "ffn_dim", "encoder_layers",
-                 "decoder_layers", "cross_downsample", "max_positions"):  # fmt: skip
+    for name in (
+        "src_vocab_size",
+        "tgt_vocab_size",
+        "d_model",
+        "n_heads",
+        "ffn_dim",
+        "encoder_layers",
+        "decoder_layers",
+        "cross_downsample",
+        "max_positions",
+    ):
         _check_positive(name, args[name])
     _check_positive("window", args["window"], allow_none=True)
     if args["d_model"] % args["n_heads"]:
@@ -54,8 +70,10 @@ def validate_arguments(args: dict[str, Any]) -> None:
     if args["positional"] == "rope" and (args["d_model"] // args["n_heads"]) % 2:
         raise UserError("positional='rope' needs an even head dimension (d_model / n_heads)")
     if args["attention"] == "xformers" and not xformers_installed():
-        raise UserError("attention='xformers' requested but xformers is not installed; "
-                        "pip install 'seq2seq[xformers]' or choose attention='sdpa'")  # fmt: skip
+        raise UserError(
+            "attention='xformers' requested but xformers is not installed; "
+            "pip install 'seq2seq[xformers]' or choose attention='sdpa'"
+        )
 
 
 def build_model(
@@ -91,27 +109,47 @@ def build_model(
     """
     args = dict(locals())
     validate_arguments(args)
-    layer_args = dict(dropout=dropout, attention_dropout=attention_dropout, activation_dropout=activation_dropout,
-                      activation=activation, norm=norm, backend=attention, window=window)  # fmt: skip
-    stack_args = dict(d_model=d_model, norm=norm, dropout=dropout, checkpoint_activations=checkpoint_activations)
+    layer_args = dict(
+        dropout=dropout,
+        attention_dropout=attention_dropout,
+        activation_dropout=activation_dropout,
+        activation=activation,
+        norm=norm,
+        backend=attention,
+        window=window,
+    )
+    stack_args = dict(
+        d_model=d_model, norm=norm, dropout=dropout, checkpoint_activations=checkpoint_activations
+    )
 
     def positions() -> PositionScheme:
-        return PositionScheme(positional, d_model=d_model, n_heads=n_heads, max_positions=max_positions,
-                              alibi_cross=alibi_cross_attention)  # fmt: skip
+        return PositionScheme(
+            positional,
+            d_model=d_model,
+            n_heads=n_heads,
+            max_positions=max_positions,
+            alibi_cross=alibi_cross_attention,
+        )
 
     tgt_embedding = TokenEmbedding(tgt_vocab_size, d_model, pad_id)
     joint = tie_embeddings and src_vocab_size == tgt_vocab_size
     src_embedding = tgt_embedding if joint else TokenEmbedding(src_vocab_size, d_model, pad_id)
     encoder = Encoder(
-        src_embedding, positions(),
-        [EncoderLayer(d_model, n_heads, ffn_dim, **layer_args) for _ in range(encoder_layers)], **stack_args,
-    )  # fmt: skip
+        src_embedding,
+        positions(),
+        [EncoderLayer(d_model, n_heads, ffn_dim, **layer_args) for _ in range(encoder_layers)],
+        **stack_args,
+    )
     decoder = Decoder(
-        tgt_embedding, positions(),
-        [DecoderLayer(d_model, n_heads, ffn_dim, **layer_args) for _ in range(decoder_layers)], **stack_args,
+        tgt_embedding,
+        positions(),
+        [DecoderLayer(d_model, n_heads, ffn_dim, **layer_args) for _ in range(decoder_layers)],
+        **stack_args,
         downsampler=MemoryDownsampler(d_model, cross_downsample, mode=downsample_mode),
-    )  # fmt: skip
-    output = OutputProjection(d_model, tgt_vocab_size, shared_weight=tgt_embedding.weight if tie_embeddings else None)
+    )
+    output = OutputProjection(
+        d_model, tgt_vocab_size, shared_weight=tgt_embedding.weight if tie_embeddings else None
+    )
     return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config=args)
 
 

@@ -7,8 +7,9 @@ padding and the decoder needs no target mask at all (padded positions' outputs a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -17,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 from seq2seq.nn.attention import AttentionContext
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
 from seq2seq.nn.kv_cache import DecoderState, KVCache
-from seq2seq.nn.layers import DecoderLayer, EncoderLayer, MemoryDownsampler
+from seq2seq.nn.layers import MemoryDownsampler
 from seq2seq.nn.positional import LearnedPositions, RotaryEmbedding, SinusoidalPositions, alibi_slopes
 
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "alibi")
@@ -34,7 +35,9 @@ class EncoderOutput:
 class PositionScheme(nn.Module):
     """One stack's position machinery; builds the AttentionContext shared by all its layers."""
 
-    def __init__(self, kind: str, *, d_model: int, n_heads: int, max_positions: int, alibi_cross: bool) -> None:
+    def __init__(
+        self, kind: str, *, d_model: int, n_heads: int, max_positions: int, alibi_cross: bool
+    ) -> None:
         super().__init__()
         self.kind = kind
         self.alibi_cross = alibi_cross
@@ -56,22 +59,38 @@ class PositionScheme(nn.Module):
         self, *, keep: Tensor | None, causal: bool, q_positions: Tensor, k_positions: Tensor
     ) -> AttentionContext:
         rope = self.rotary(q_positions) if self.rotary is not None else None
-        return AttentionContext(keep=keep, causal=causal, rope=rope, alibi_slopes=self.slopes,
-                                q_positions=q_positions, k_positions=k_positions)  # fmt: skip
+        return AttentionContext(
+            keep=keep,
+            causal=causal,
+            rope=rope,
+            alibi_slopes=self.slopes,
+            q_positions=q_positions,
+            k_positions=k_positions,
+        )
 
-    def cross_context(self, *, keep: Tensor, q_positions: Tensor, memory_positions: Tensor) -> AttentionContext:
+    def cross_context(
+        self, *, keep: Tensor, q_positions: Tensor, memory_positions: Tensor
+    ) -> AttentionContext:
         slopes = self.slopes if self.alibi_cross else None
-        return AttentionContext(keep=keep, alibi_slopes=slopes, q_positions=q_positions,
-                                k_positions=memory_positions)  # fmt: skip
+        return AttentionContext(
+            keep=keep, alibi_slopes=slopes, q_positions=q_positions, k_positions=memory_positions
+        )
 
 
 class _Stack(nn.Module):
     """Shared plumbing: embedding + positions + dropout, layers with optional checkpointing, final norm."""
 
     def __init__(
-        self, embedding: TokenEmbedding, positions: PositionScheme, layers: list[nn.Module], *,
-        d_model: int, norm: str, dropout: float, checkpoint_activations: bool,
-    ) -> None:  # fmt: skip
+        self,
+        embedding: TokenEmbedding,
+        positions: PositionScheme,
+        layers: list[nn.Module],
+        *,
+        d_model: int,
+        norm: str,
+        dropout: float,
+        checkpoint_activations: bool,
+    ) -> None:
         super().__init__()
         self.embedding = embedding
         self.positions = positions
@@ -94,7 +113,9 @@ class Encoder(_Stack):
         """Shapes: src (B, S), keep (B, S) -> (B, S, D)."""
         positions = torch.arange(src.shape[1], device=src.device)  # (S,)
         x = self._embed(src, positions)
-        context = self.positions.self_context(keep=keep, causal=False, q_positions=positions, k_positions=positions)
+        context = self.positions.self_context(
+            keep=keep, causal=False, q_positions=positions, k_positions=positions
+        )
         for layer in self.layers:
             x = self._run_layer(layer, x, context)
         return self.final_norm(x)
@@ -123,8 +144,9 @@ class Decoder(_Stack):
 
     def step(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Run the new tokens through the cached decoder. Shapes: tokens (N, t) -> (N, t, D)."""
-        x, self_context, cross_context = self._prepare(tokens, state.steps, state.memory_keep,
-                                                       state.memory_positions)  # fmt: skip
+        x, self_context, cross_context = self._prepare(
+            tokens, state.steps, state.memory_keep, state.memory_positions
+        )
         for layer, cache, memory_kv in zip(self.layers, state.caches, state.cross_kv):
             x = layer(x, memory_kv, self_context, cross_context, cache)
         state.steps += tokens.shape[1]
@@ -137,7 +159,9 @@ class Decoder(_Stack):
         chosen = range(len(self.layers))[layer]
         for index in range(chosen):
             x = self.layers[index](x, cross_kv[index], self_context, cross_context)
-        return self.layers[chosen].cross_attention_probabilities(x, cross_kv[chosen], self_context, cross_context)
+        return self.layers[chosen].cross_attention_probabilities(
+            x, cross_kv[chosen], self_context, cross_context
+        )
 
     def _prepare(
         self, tokens: Tensor, start: int, memory_keep: Tensor, memory_positions: Tensor
@@ -146,18 +170,27 @@ class Decoder(_Stack):
         length = tokens.shape[1]
         positions = torch.arange(start, start + length, device=tokens.device)  # (t,)
         all_positions = torch.arange(start + length, device=tokens.device)  # keys: cache + new
-        self_context = self.positions.self_context(keep=None, causal=True, q_positions=positions,
-                                                   k_positions=all_positions)  # fmt: skip
-        cross_context = self.positions.cross_context(keep=memory_keep, q_positions=positions,
-                                                     memory_positions=memory_positions)  # fmt: skip
+        self_context = self.positions.self_context(
+            keep=None, causal=True, q_positions=positions, k_positions=all_positions
+        )
+        cross_context = self.positions.cross_context(
+            keep=memory_keep, q_positions=positions, memory_positions=memory_positions
+        )
         return self._embed(tokens, positions), self_context, cross_context
 
 
 class Seq2Seq(nn.Module):
     """Encoder-decoder Transformer. `config` holds the builder arguments (saved in checkpoints)."""
 
-    def __init__(self, encoder: Encoder, decoder: Decoder, output: OutputProjection, *, pad_id: int,
-                 config: dict[str, Any] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        encoder: Encoder,
+        decoder: Decoder,
+        output: OutputProjection,
+        *,
+        pad_id: int,
+        config: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
@@ -181,7 +214,9 @@ class Seq2Seq(nn.Module):
         """
         cross_kv, keep, positions = self.decoder.project_memory(memory)
         if beam_size > 1:
-            cross_kv = [(k.repeat_interleave(beam_size, 0), v.repeat_interleave(beam_size, 0)) for k, v in cross_kv]
+            cross_kv = [
+                (k.repeat_interleave(beam_size, 0), v.repeat_interleave(beam_size, 0)) for k, v in cross_kv
+            ]
             keep = keep.repeat_interleave(beam_size, 0)
         caches = [KVCache() for _ in self.decoder.layers]
         return DecoderState(caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=positions)

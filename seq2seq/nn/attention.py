@@ -7,7 +7,6 @@ forward and handed to every layer, so layers never recompute RoPE tables or ALiB
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 from torch import Tensor, nn
 
@@ -27,15 +26,15 @@ class AttentionContext:
     q_positions:  (Tq,) positions of the queries; k_positions: (Tk,) of all keys (cache included).
     """
 
-    keep: Optional[Tensor] = None
+    keep: Tensor | None = None
     causal: bool = False
-    rope: Optional[tuple[Tensor, Tensor]] = None
-    alibi_slopes: Optional[Tensor] = None
-    q_positions: Optional[Tensor] = None
-    k_positions: Optional[Tensor] = None
-    _bias: Optional[Tensor] = field(default=None, repr=False)
+    rope: tuple[Tensor, Tensor] | None = None
+    alibi_slopes: Tensor | None = None
+    q_positions: Tensor | None = None
+    k_positions: Tensor | None = None
+    _bias: Tensor | None = field(default=None, repr=False)
 
-    def dense_bias(self) -> Optional[Tensor]:
+    def dense_bias(self) -> Tensor | None:
         """ALiBi bias (H, Tq, Tk), computed on first use and shared by all layers."""
         if self.alibi_slopes is None:
             return None
@@ -74,7 +73,7 @@ class SelfAttention(nn.Module):
         *,
         dropout: float = 0.0,
         backend: str = "sdpa",
-        window: Optional[int] = None,
+        window: int | None = None,
     ) -> None:
         super().__init__()
         self.n_heads = n_heads
@@ -86,7 +85,7 @@ class SelfAttention(nn.Module):
         _init_fused(self.qkv, 3)
         _init_fused(self.out, 1)
 
-    def forward(self, x: Tensor, context: AttentionContext, cache: Optional[KVCache] = None) -> Tensor:
+    def forward(self, x: Tensor, context: AttentionContext, cache: KVCache | None = None) -> Tensor:
         """Shapes: x (B, T, D) -> (B, T, D). With a cache, x holds only the new tokens."""
         q, k, v = split_heads(self.qkv(x), 3 * self.n_heads).chunk(3, dim=1)  # each (B, H, T, Dh)
         if context.rope is not None:
@@ -103,9 +102,16 @@ class SelfAttention(nn.Module):
         window = self.window
         if window is not None and tq == tk and tq > 2 * window:
             return local_attend(
-                q, k, v, window=window, causal=context.causal, keep=context.keep,
-                alibi_slopes=context.alibi_slopes, dropout_p=dropout_p, backend=self.backend,
-            )  # fmt: skip
+                q,
+                k,
+                v,
+                window=window,
+                causal=context.causal,
+                keep=context.keep,
+                alibi_slopes=context.alibi_slopes,
+                dropout_p=dropout_p,
+                backend=self.backend,
+            )
         keep, bias = context.keep, context.dense_bias()
         if window is not None and tk > tq + window - 1 and context.causal:
             # Cached decoding: only the last tq + W - 1 keys can be visible.
@@ -114,9 +120,16 @@ class SelfAttention(nn.Module):
             keep = None if keep is None else keep[..., first:]
             bias = None if bias is None else bias[..., first:]
         return attend(
-            q, k, v, keep=keep, causal=context.causal, window=window, bias=bias,
-            dropout_p=dropout_p, backend=self.backend,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            keep=keep,
+            causal=context.causal,
+            window=window,
+            bias=bias,
+            dropout_p=dropout_p,
+            backend=self.backend,
+        )
 
 
 class CrossAttention(nn.Module):
@@ -143,16 +156,25 @@ class CrossAttention(nn.Module):
         q = split_heads(self.q(x), self.n_heads)  # (B, H, T, Dh)
         k, v = memory_kv
         out = attend(
-            q, k, v, keep=context.keep, bias=context.dense_bias(),
-            dropout_p=self.dropout if self.training else 0.0, backend=self.backend,
-        )  # fmt: skip
+            q,
+            k,
+            v,
+            keep=context.keep,
+            bias=context.dense_bias(),
+            dropout_p=self.dropout if self.training else 0.0,
+            backend=self.backend,
+        )
         return self.out(merge_heads(out))
 
     def probabilities(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], context: AttentionContext) -> Tensor:
         """Attention weights for pictures and alignments. Shapes: -> (B, H, T, S)."""
         q = split_heads(self.q(x), self.n_heads)
-        mask = build_keep(context.keep, causal=False, window=None, tq=q.shape[-2], tk=memory_kv[0].shape[-2],
-                          device=q.device)  # fmt: skip
+        mask = build_keep(
+            context.keep,
+            causal=False,
+            window=None,
+            tq=q.shape[-2],
+            tk=memory_kv[0].shape[-2],
+            device=q.device,
+        )
         return attention_probabilities(q, memory_kv[0], mask=mask, bias=context.dense_bias())
-
-

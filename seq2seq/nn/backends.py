@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -28,12 +27,12 @@ log = logging.getLogger(__name__)
 BACKENDS = ("sdpa", "xformers", "manual")
 
 
-@functools.lru_cache(maxsize=None)
-def _xformers_ops():  # noqa: ANN202 - the module, or None
+@functools.cache
+def _xformers_ops():
     """The one guarded import of the optional xFormers dependency, done only when asked for."""
     try:
         import xformers.ops as xops
-    except Exception:  # noqa: BLE001 - any import failure (missing, broken build) means "not installed"
+    except Exception:
         return None
     return xops
 
@@ -52,8 +51,8 @@ def xformers_usable(q: Tensor) -> tuple[bool, str]:
 
 
 def build_keep(
-    keep: Optional[Tensor], *, causal: bool, window: Optional[int], tq: int, tk: int, device: torch.device
-) -> Optional[Tensor]:
+    keep: Tensor | None, *, causal: bool, window: int | None, tq: int, tk: int, device: torch.device
+) -> Tensor | None:
     """Combine key padding, causality and window into one boolean mask (None = attend to everything).
 
     Shapes:
@@ -79,10 +78,10 @@ def attend(
     k: Tensor,
     v: Tensor,
     *,
-    keep: Optional[Tensor] = None,
+    keep: Tensor | None = None,
     causal: bool = False,
-    window: Optional[int] = None,
-    bias: Optional[Tensor] = None,
+    window: int | None = None,
+    bias: Tensor | None = None,
     dropout_p: float = 0.0,
     backend: str = "sdpa",
 ) -> Tensor:
@@ -101,8 +100,13 @@ def attend(
         raise ValueError(f"unknown attention backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     tq, tk = q.shape[-2], k.shape[-2]
     low_precision_cpu = q.device.type == "cpu" and q.dtype in (torch.bfloat16, torch.float16)
-    if backend == "sdpa" and not low_precision_cpu and keep is None and bias is None and window is None and (
-        not causal or tq == tk
+    if (
+        backend == "sdpa"
+        and not low_precision_cpu
+        and keep is None
+        and bias is None
+        and window is None
+        and (not causal or tq == tk)
     ):
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=causal and tq > 1)
     mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device)
@@ -121,7 +125,7 @@ def attend(
 
 
 def matmul_attention(
-    q: Tensor, k: Tensor, v: Tensor, *, mask: Optional[Tensor], bias: Optional[Tensor], dropout_p: float = 0.0
+    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None, bias: Tensor | None, dropout_p: float = 0.0
 ) -> Tensor:
     """Attention as matmul-softmax-matmul in the inputs' dtype; rows with no kept key output zeros.
 
@@ -145,7 +149,7 @@ def matmul_attention(
 
 
 def manual_attention(
-    q: Tensor, k: Tensor, v: Tensor, *, mask: Optional[Tensor], bias: Optional[Tensor], dropout_p: float = 0.0
+    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None, bias: Tensor | None, dropout_p: float = 0.0
 ) -> Tensor:
     """The plain reference the other backends are tested against: explicit scores and softmax.
 
@@ -158,7 +162,7 @@ def manual_attention(
     return scores.to(v.dtype) @ v
 
 
-def attention_probabilities(q: Tensor, k: Tensor, *, mask: Optional[Tensor], bias: Optional[Tensor]) -> Tensor:
+def attention_probabilities(q: Tensor, k: Tensor, *, mask: Tensor | None, bias: Tensor | None) -> Tensor:
     """softmax(q k^T / sqrt(Dh) + bias) over kept keys, in float32; rows with no kept key are zero.
 
     Shapes:
@@ -179,8 +183,8 @@ def local_attend(
     *,
     window: int,
     causal: bool,
-    keep: Optional[Tensor] = None,
-    alibi_slopes: Optional[Tensor] = None,
+    keep: Tensor | None = None,
+    alibi_slopes: Tensor | None = None,
     dropout_p: float = 0.0,
     backend: str = "sdpa",
 ) -> Tensor:
@@ -205,7 +209,9 @@ def local_attend(
 
     key_valid = torch.ones(batch, length, dtype=torch.bool, device=q.device) if keep is None else keep
     key_valid = F.pad(key_valid, (left, right + tail), value=False).unfold(1, span, block)  # (B, N, span)
-    offset = torch.arange(block, device=q.device)[:, None] - torch.arange(span, device=q.device)[None, :] + left
+    offset = (
+        torch.arange(block, device=q.device)[:, None] - torch.arange(span, device=q.device)[None, :] + left
+    )
     band = (offset >= 0) & (offset < window) if causal else offset.abs() < window  # (C, span)
     block_keep = band[None, None] & key_valid[:, :, None, :]  # (B, N, C, span)
 
@@ -240,10 +246,10 @@ def _xformers(
     k: Tensor,
     v: Tensor,
     *,
-    keep: Optional[Tensor],
+    keep: Tensor | None,
     causal: bool,
-    window: Optional[int],
-    bias: Optional[Tensor],
+    window: int | None,
+    bias: Tensor | None,
     dropout_p: float,
 ) -> Tensor:
     """xFormers memory-efficient attention; it wants (B, T, H, Dh) and an additive float bias."""
@@ -261,15 +267,19 @@ def _xformers(
             # A query with no kept key would turn into NaN here: let it see everything, then zero it.
             empty = ~mask.any(dim=-1, keepdim=True)  # (B|1, 1, Tq, 1)
             attn_bias.masked_fill_(~(mask | empty).expand(shape), float("-inf"))
-    out = _xformers_ops().memory_efficient_attention(
-        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_bias=attn_bias, p=dropout_p
-    ).transpose(1, 2)  # (B, H, Tq, Dh)
+    out = (
+        _xformers_ops()
+        .memory_efficient_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_bias=attn_bias, p=dropout_p
+        )
+        .transpose(1, 2)
+    )  # (B, H, Tq, Dh)
     if mask is not None:
         out = out.masked_fill(empty, 0.0)
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _log_fallback(why: str) -> None:
     """One log line per reason, however many layers and steps ask."""
     log.info("attention backend xformers unavailable (%s); using PyTorch SDPA instead", why)

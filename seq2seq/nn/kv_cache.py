@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
-import torch
 from torch import Tensor
 
 
@@ -17,8 +15,8 @@ class KVCache:
     """
 
     def __init__(self) -> None:
-        self._k: Optional[Tensor] = None  # (B, H, capacity, Dh)
-        self._v: Optional[Tensor] = None
+        self._k: Tensor | None = None  # (B, H, capacity, Dh)
+        self._v: Tensor | None = None
         self.length = 0
 
     def append(self, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
@@ -73,7 +71,7 @@ class DecoderState:
     def batch_size(self) -> int:
         return self.memory_keep.shape[0]
 
-    def reorder(self, index: Tensor, *, memory: bool = True) -> "DecoderState":
+    def reorder(self, index: Tensor, *, memory: bool = True) -> DecoderState:
         """Select/reorder hypotheses in place (and return self).
 
         `memory=False` skips the cross-attention K/V, which is correct and cheaper when `index`
@@ -87,4 +85,4 @@ class DecoderState:
         return self
 
 
-__all__ = ["KVCache", "DecoderState"]
+__all__ = ["DecoderState", "KVCache"]

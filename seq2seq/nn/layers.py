@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -78,7 +78,9 @@ class EncoderLayer(nn.Module):
         window: int | None = None,
     ) -> None:
         super().__init__()
-        self.self_attn = SelfAttention(d_model, n_heads, dropout=attention_dropout, backend=backend, window=window)
+        self.self_attn = SelfAttention(
+            d_model, n_heads, dropout=attention_dropout, backend=backend, window=window
+        )
         self.ffn = FeedForward(d_model, ffn_dim, activation=activation, dropout=activation_dropout)
         self.attn_block = Residual(d_model, norm=norm, dropout=dropout)
         self.ffn_block = Residual(d_model, norm=norm, dropout=dropout)
@@ -105,7 +107,9 @@ class DecoderLayer(nn.Module):
         window: int | None = None,
     ) -> None:
         super().__init__()
-        self.self_attn = SelfAttention(d_model, n_heads, dropout=attention_dropout, backend=backend, window=window)
+        self.self_attn = SelfAttention(
+            d_model, n_heads, dropout=attention_dropout, backend=backend, window=window
+        )
         self.cross_attn = CrossAttention(d_model, n_heads, dropout=attention_dropout, backend=backend)
         self.ffn = FeedForward(d_model, ffn_dim, activation=activation, dropout=activation_dropout)
         self.self_block = Residual(d_model, norm=norm, dropout=dropout)
@@ -168,6 +172,8 @@ class MemoryDownsampler(nn.Module):
         if self.conv is not None:
             pooled = self.conv(masked.transpose(1, 2)).transpose(1, 2)  # (B, S', D)
         else:
-            counts = keep_f.view(batch, pooled_length, stride).sum(-1, keepdim=True).clamp(min=1)  # (B, S', 1)
+            counts = (
+                keep_f.view(batch, pooled_length, stride).sum(-1, keepdim=True).clamp(min=1)
+            )  # (B, S', 1)
             pooled = masked.view(batch, pooled_length, stride, dim).sum(2) / counts  # (B, S', D)
         return pooled, pooled_keep, positions

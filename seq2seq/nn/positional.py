@@ -119,5 +119,7 @@ def alibi_bias(slopes: Tensor, q_positions: Tensor, k_positions: Tensor) -> Tens
     Shapes:
         slopes: (H,); q_positions: (..., Tq); k_positions: (..., Tk) -> (H, ..., Tq, Tk)
     """
-    distance = (q_positions[..., :, None] - k_positions[..., None, :]).abs().to(torch.float32)  # (..., Tq, Tk)
+    distance = (
+        (q_positions[..., :, None] - k_positions[..., None, :]).abs().to(torch.float32)
+    )  # (..., Tq, Tk)
     return -slopes.view(-1, *([1] * distance.dim())) * distance

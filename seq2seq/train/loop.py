@@ -11,10 +11,11 @@ import logging
 import math
 import signal
 import time
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -115,7 +116,8 @@ class Trainer:
                 minutes_since = (time.monotonic() - last_validation_time) / 60
                 # Rank 0 decides for everyone, so ranks never disagree on a wall-clock rule.
                 validate, stop = distributed.broadcast_object(
-                    (self._validation_due(step, minutes_since), self._should_stop()))
+                    (self._validation_due(step, minutes_since), self._should_stop())
+                )
                 if validate:
                     self._validate_and_save()
                     last_validation_time = time.monotonic()
@@ -127,8 +129,11 @@ class Trainer:
                     break
             if self.stop_requested and self.stop_requested.startswith("signal"):
                 self._save(numbered=False)
-                log.info("stopped by %s at update %d; saved last.pt; run the same command to resume",
-                         self.stop_requested, self.state.step)  # fmt: skip
+                log.info(
+                    "stopped by %s at update %d; saved last.pt; run the same command to resume",
+                    self.stop_requested,
+                    self.state.step,
+                )
             elif not self.state.history or self.state.history[-1]["step"] != self.state.step:
                 self._validate_and_save()
         finally:
@@ -164,7 +169,10 @@ class Trainer:
         for index, batch in enumerate(group):
             batch = batch.to(self.device)
             sync = index == len(group) - 1
-            with (nullcontext() if sync or not hasattr(model, "no_sync") else model.no_sync()), self._autocast():
+            with (
+                nullcontext() if sync or not hasattr(model, "no_sync") else model.no_sync(),
+                self._autocast(),
+            ):
                 logits = model(batch.src, batch.tgt_in)  # (B, T, V)
                 out = self.loss_fn(logits, batch.tgt_out)
             (out.loss_sum * scale).backward()
@@ -181,16 +189,26 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.state.step += 1
         self.reporter.update(
-            step=self.state.step, loss=loss_sum / max(local_tokens, 1), nll=nll_sum / max(local_tokens, 1),
-            lr=self.scheduler.get_last_lr()[0], grad_norm=grad_norm, tokens=local_tokens,
-            seconds=time.perf_counter() - start, log_now=self.state.step % options.log_every == 0,
-        )  # fmt: skip
+            step=self.state.step,
+            loss=loss_sum / max(local_tokens, 1),
+            nll=nll_sum / max(local_tokens, 1),
+            lr=self.scheduler.get_last_lr()[0],
+            grad_norm=grad_norm,
+            tokens=local_tokens,
+            seconds=time.perf_counter() - start,
+            log_now=self.state.step % options.log_every == 0,
+        )
 
     def _skip_nonfinite(self, loss_sum: float, grad_norm: float) -> None:
         self._consecutive_nonfinite += 1
         self.state.nonfinite_skipped += 1
-        log.warning("update %d skipped: non-finite loss (%s) or gradient norm (%s); %d skipped so far",
-                    self.state.step + 1, loss_sum, grad_norm, self.state.nonfinite_skipped)  # fmt: skip
+        log.warning(
+            "update %d skipped: non-finite loss (%s) or gradient norm (%s); %d skipped so far",
+            self.state.step + 1,
+            loss_sum,
+            grad_norm,
+            self.state.nonfinite_skipped,
+        )
         if self._consecutive_nonfinite >= self.options.max_consecutive_nonfinite:
             self._save(numbered=False)
             raise UserError(
@@ -252,12 +270,15 @@ class Trainer:
             "rng": rng_state(),
             "step": state.step,
             "train_state": {
-                "epoch": state.epoch, "elapsed_seconds": state.elapsed_seconds, "best_bleu": state.best_bleu,
+                "epoch": state.epoch,
+                "elapsed_seconds": state.elapsed_seconds,
+                "best_bleu": state.best_bleu,
                 "validations_without_improvement": state.validations_without_improvement,
-                "nonfinite_skipped": state.nonfinite_skipped, "history": state.history,
+                "nonfinite_skipped": state.nonfinite_skipped,
+                "history": state.history,
             },
             **self.extras,
-        }  # fmt: skip
+        }
 
     def _save(self, *, numbered: bool, best: bool = False) -> None:
         if not distributed.is_main():
@@ -280,15 +301,22 @@ class Trainer:
             self.optimizer.load_state_dict(payload["optimizer"])
         except (RuntimeError, KeyError, ValueError) as error:
             first_line = str(error).strip().splitlines()[0]
-            raise UserError(f"checkpoint {path} does not fit this model/optimizer ({first_line}); "
-                            "use the settings it was trained with, or a new run_name") from None  # fmt: skip
+            raise UserError(
+                f"checkpoint {path} does not fit this model/optimizer ({first_line}); "
+                "use the settings it was trained with, or a new run_name"
+            ) from None
         self.scheduler.load_state_dict(payload["scheduler"])
         self.batches.load_state_dict(payload["batches"])
         saved = payload["train_state"]
         self.state = TrainState(step=int(payload["step"]), **saved)
         set_rng_state(payload["rng"])
-        log.info("resumed from %s at update %d (epoch %d, %.1f minutes trained)",
-                 path, self.state.step, self.state.epoch, self.state.elapsed_seconds / 60)  # fmt: skip
+        log.info(
+            "resumed from %s at update %d (epoch %d, %.1f minutes trained)",
+            path,
+            self.state.step,
+            self.state.epoch,
+            self.state.elapsed_seconds / 60,
+        )
 
     # ------------------------------------------------------------------ signals
     def _install_signal_handlers(self) -> dict[int, Any]:

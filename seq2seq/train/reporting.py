@@ -18,7 +18,9 @@ log = logging.getLogger(__name__)
 class Reporter:
     """Aggregates per-update numbers over `log_every` updates and writes them out."""
 
-    def __init__(self, *, log_dir: Path | None, progress_bar: bool | None = None, enabled: bool = True) -> None:
+    def __init__(
+        self, *, log_dir: Path | None, progress_bar: bool | None = None, enabled: bool = True
+    ) -> None:
         self.enabled = enabled
         self.writer = None
         if enabled and log_dir is not None:
@@ -44,15 +46,26 @@ class Reporter:
     def start(self, *, total_updates: int, initial: int) -> None:
         if self.use_bar:
             from tqdm import tqdm
-
             from tqdm.contrib.logging import logging_redirect_tqdm
 
-            self.bar = tqdm(total=total_updates, initial=initial, unit="upd", dynamic_ncols=True, desc="train")
+            self.bar = tqdm(
+                total=total_updates, initial=initial, unit="upd", dynamic_ncols=True, desc="train"
+            )
             self._redirect = logging_redirect_tqdm()
             self._redirect.__enter__()
 
-    def update(self, *, step: int, loss: float, nll: float, lr: float, grad_norm: float, tokens: float,
-               seconds: float, log_now: bool) -> None:  # fmt: skip
+    def update(
+        self,
+        *,
+        step: int,
+        loss: float,
+        nll: float,
+        lr: float,
+        grad_norm: float,
+        tokens: float,
+        seconds: float,
+        log_now: bool,
+    ) -> None:
         """Record one update; every `log_every` updates write averages (loss per token, tokens/s)."""
         if not self.enabled:
             return
@@ -70,14 +83,27 @@ class Reporter:
         mean_loss, mean_nll = self._loss / max(self._tokens, 1), self._nll / max(self._tokens, 1)
         tokens_per_second = self._tokens / elapsed
         ppl = math.exp(min(mean_nll, 100.0))
-        scalars = {"train/loss": mean_loss, "train/nll": mean_nll, "train/ppl": ppl, "train/lr": lr,
-                   "train/grad_norm": grad_norm, "train/tokens_per_second": tokens_per_second}  # fmt: skip
+        scalars = {
+            "train/loss": mean_loss,
+            "train/nll": mean_nll,
+            "train/ppl": ppl,
+            "train/lr": lr,
+            "train/grad_norm": grad_norm,
+            "train/tokens_per_second": tokens_per_second,
+        }
         self._write_scalars(step, scalars)
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_second:,.0f}")
         else:
-            log.info("update %d | loss %.3f | ppl %.1f | lr %.2e | grad norm %.2f | %.0f tokens/s",
-                     step, mean_loss, ppl, lr, grad_norm, tokens_per_second)  # fmt: skip
+            log.info(
+                "update %d | loss %.3f | ppl %.1f | lr %.2e | grad norm %.2f | %.0f tokens/s",
+                step,
+                mean_loss,
+                ppl,
+                lr,
+                grad_norm,
+                tokens_per_second,
+            )
         self._reset_window()
 
     def validation(self, step: int, metrics: dict[str, Any], *, best_bleu: float | None) -> None:
@@ -97,7 +123,9 @@ class Reporter:
             self._print(f"  src: {sample['src']}\n  ref: {sample['ref']}\n  hyp: {sample['hyp']}")
         if self.writer is not None:
             if samples:
-                text = "\n\n".join(f"**src** {s['src']}  \n**ref** {s['ref']}  \n**hyp** {s['hyp']}" for s in samples)
+                text = "\n\n".join(
+                    f"**src** {s['src']}  \n**ref** {s['ref']}  \n**hyp** {s['hyp']}" for s in samples
+                )
                 self.writer.add_text("valid/samples", text, step)
             if metrics.get("attention_figure") is not None:
                 self.writer.add_figure("valid/cross_attention", metrics["attention_figure"], step)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any, Callable
+from typing import Any
 
 import sacrebleu
 import torch
@@ -63,7 +64,11 @@ class Validator:
             batch = self.make_batch(indices).to(self.device)
             with self._autocast():
                 out = self.loss_fn(model(batch.src, batch.tgt_in), batch.tgt_out)
-            loss, nll, tokens = loss + float(out.loss_sum), nll + float(out.nll_sum), tokens + float(out.n_tokens)
+            loss, nll, tokens = (
+                loss + float(out.loss_sum),
+                nll + float(out.nll_sum),
+                tokens + float(out.n_tokens),
+            )
         mean_nll = nll / max(tokens, 1)
         return {"loss": loss / max(tokens, 1), "nll": mean_nll, "ppl": math.exp(min(mean_nll, 100.0))}
 
@@ -76,12 +81,24 @@ class Validator:
         return metrics
 
     def dev_bleu(self, model: nn.Module) -> dict[str, Any]:
-        count = len(self.src_texts) if self.max_sentences is None else min(self.max_sentences, len(self.src_texts))
+        count = (
+            len(self.src_texts)
+            if self.max_sentences is None
+            else min(self.max_sentences, len(self.src_texts))
+        )
         sources = [self.dev[i][0].tolist() for i in range(count)]  # token ids ending in eos
         tokenizer = self.tgt_tokenizer
-        results = search_ids(model, sources, options=self.search, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id,
-                             pad_id=tokenizer.pad_id, device=self.device, max_tokens=self.max_tokens,
-                             precision=self.precision)  # fmt: skip
+        results = search_ids(
+            model,
+            sources,
+            options=self.search,
+            bos_id=tokenizer.bos_id,
+            eos_id=tokenizer.eos_id,
+            pad_id=tokenizer.pad_id,
+            device=self.device,
+            max_tokens=self.max_tokens,
+            precision=self.precision,
+        )
         hypotheses = [tokenizer.decode(tokens) for tokens in best_tokens(results)]
         references = self.ref_texts[:count]
         bleu = sacrebleu.metrics.BLEU()
@@ -89,11 +106,14 @@ class Validator:
         bleu_score = bleu.corpus_score(hypotheses, [references])
         chrf_score = chrf.corpus_score(hypotheses, [references])
         metrics: dict[str, Any] = {
-            "bleu": bleu_score.score, "chrf": chrf_score.score,
+            "bleu": bleu_score.score,
+            "chrf": chrf_score.score,
             "signature": f"{bleu.get_signature()} | {chrf.get_signature()}",
-            "samples": [{"src": self.src_texts[i], "ref": references[i], "hyp": hypotheses[i]}
-                        for i in range(min(self.n_samples, count))],
-        }  # fmt: skip
+            "samples": [
+                {"src": self.src_texts[i], "ref": references[i], "hyp": hypotheses[i]}
+                for i in range(min(self.n_samples, count))
+            ],
+        }
         if self.attention_plot and count:
             metrics["attention_figure"] = self._attention_figure(model, sources[0], best_tokens(results)[0])
         return metrics

@@ -11,8 +11,15 @@ from model_helpers import small_model
 from seq2seq.errors import UserError
 from seq2seq.model import SIZES, build_model, count_parameters
 
-BASE: dict[str, Any] = {"src_vocab_size": 20, "tgt_vocab_size": 20, "d_model": 16, "n_heads": 2, "ffn_dim": 32,
-                            "encoder_layers": 1, "decoder_layers": 1}  # fmt: skip
+BASE: dict[str, Any] = {
+    "src_vocab_size": 20,
+    "tgt_vocab_size": 20,
+    "d_model": 16,
+    "n_heads": 2,
+    "ffn_dim": 32,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+}
 
 
 @pytest.mark.parametrize(
@@ -67,8 +74,9 @@ def test_different_vocabularies_keep_a_separate_source_embedding() -> None:
     assert count_parameters(model) == count_parameters(build_model(**BASE)) + 30 * 16
 
 
-def expected_parameters(*, vocab: int, d_model: int, ffn_dim: int, encoder_layers: int, decoder_layers: int,
-                        n_heads: int) -> int:  # fmt: skip
+def expected_parameters(
+    *, vocab: int, d_model: int, ffn_dim: int, encoder_layers: int, decoder_layers: int, n_heads: int
+) -> int:
     """Count by hand for a tied, joint-vocabulary, pre-norm, sinusoidal, relu model."""
     del n_heads  # heads split d_model; they add no parameters
     d, f = d_model, ffn_dim

@@ -39,13 +39,26 @@ def torch_transformer_with_our_weights(ours: Seq2Seq, *, norm_first: bool) -> nn
         copy_linear(reference.encoder.norm, ours.encoder.final_norm)
         copy_linear(reference.decoder.norm, ours.decoder.final_norm)
     else:  # post-norm: no final norms
-        encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_model, heads, **layer_args),
-                                        tiny["encoder_layers"], norm=None, enable_nested_tensor=False)  # fmt: skip
-        decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(d_model, heads, **layer_args),
-                                        tiny["decoder_layers"], norm=None)  # fmt: skip
-        reference = nn.Transformer(d_model, heads, tiny["encoder_layers"], tiny["decoder_layers"], ffn,
-                                   dropout=0.0, batch_first=True, custom_encoder=encoder,
-                                   custom_decoder=decoder)  # fmt: skip
+        encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(d_model, heads, **layer_args),
+            tiny["encoder_layers"],
+            norm=None,
+            enable_nested_tensor=False,
+        )
+        decoder = nn.TransformerDecoder(
+            nn.TransformerDecoderLayer(d_model, heads, **layer_args), tiny["decoder_layers"], norm=None
+        )
+        reference = nn.Transformer(
+            d_model,
+            heads,
+            tiny["encoder_layers"],
+            tiny["decoder_layers"],
+            ffn,
+            dropout=0.0,
+            batch_first=True,
+            custom_encoder=encoder,
+            custom_decoder=decoder,
+        )
     for theirs, mine in zip(reference.encoder.layers, ours.encoder.layers):
         copy_attention(
             theirs.self_attn, mine.self_attn.qkv.weight, mine.self_attn.qkv.bias, mine.self_attn.out
@@ -59,8 +72,12 @@ def torch_transformer_with_our_weights(ours: Seq2Seq, *, norm_first: bool) -> nn
             theirs.self_attn, mine.self_attn.qkv.weight, mine.self_attn.qkv.bias, mine.self_attn.out
         )
         cross = mine.cross_attn
-        copy_attention(theirs.multihead_attn, torch.cat([cross.q.weight, cross.kv.weight]),
-                       torch.cat([cross.q.bias, cross.kv.bias]), cross.out)  # fmt: skip
+        copy_attention(
+            theirs.multihead_attn,
+            torch.cat([cross.q.weight, cross.kv.weight]),
+            torch.cat([cross.q.bias, cross.kv.bias]),
+            cross.out,
+        )
         copy_linear(theirs.linear1, mine.ffn.up)
         copy_linear(theirs.linear2, mine.ffn.down)
         copy_linear(theirs.norm1, mine.self_block.norm)
@@ -84,8 +101,16 @@ def embed_by_hand(ours: Seq2Seq, tokens: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_tiny_matches_torch_nn_transformer(norm: str) -> None:
     torch.manual_seed(0)
-    ours = build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, dropout=0.0, activation="relu",
-                       positional="sinusoidal", norm=norm, **SIZES["tiny"]).eval()  # fmt: skip
+    ours = build_model(
+        src_vocab_size=VOCAB,
+        tgt_vocab_size=VOCAB,
+        pad_id=PAD,
+        dropout=0.0,
+        activation="relu",
+        positional="sinusoidal",
+        norm=norm,
+        **SIZES["tiny"],
+    ).eval()
     with torch.no_grad():  # random biases and norm gains, so a mis-copied tensor cannot hide
         for name, parameter in ours.named_parameters():
             if "embedding" not in name:
@@ -100,8 +125,9 @@ def test_tiny_matches_torch_nn_transformer(norm: str) -> None:
 
     causal = nn.Transformer.generate_square_subsequent_mask(7)  # (T, T), -inf above the diagonal
     memory = reference.encoder(src_embedded, src_key_padding_mask=~src_keep)  # torch: True = padding
-    hidden = reference.decoder(tgt_embedded, memory, tgt_mask=causal, tgt_is_causal=True,
-                               memory_key_padding_mask=~src_keep)  # fmt: skip
+    hidden = reference.decoder(
+        tgt_embedded, memory, tgt_mask=causal, tgt_is_causal=True, memory_key_padding_mask=~src_keep
+    )
     expected = ours.output(hidden)
 
     our_memory = ours.encode(src)
@@ -109,6 +135,12 @@ def test_tiny_matches_torch_nn_transformer(norm: str) -> None:
     logits = ours(src, tgt_in)
     torch.testing.assert_close(logits[tgt_keep], expected[tgt_keep], rtol=1e-5, atol=1e-5)
     # The whole-model call agrees too.
-    whole = reference(src_embedded, tgt_embedded, tgt_mask=causal, src_key_padding_mask=~src_keep,
-                      memory_key_padding_mask=~src_keep, tgt_is_causal=True)  # fmt: skip
+    whole = reference(
+        src_embedded,
+        tgt_embedded,
+        tgt_mask=causal,
+        src_key_padding_mask=~src_keep,
+        memory_key_padding_mask=~src_keep,
+        tgt_is_causal=True,
+    )
     torch.testing.assert_close(ours.output(whole)[tgt_keep], logits[tgt_keep], rtol=1e-5, atol=1e-5)

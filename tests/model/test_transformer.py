@@ -32,8 +32,9 @@ def decode_incrementally(
     list(itertools.product(POSITIONAL, [None, 3], [1, 2], ["pre", "post"])),
 )
 @torch.no_grad()
-def test_cached_decoding_equals_full_forward(positional: str, window: int | None, cross_downsample: int,
-                                             norm: str) -> None:  # fmt: skip
+def test_cached_decoding_equals_full_forward(
+    positional: str, window: int | None, cross_downsample: int, norm: str
+) -> None:
     model = small_model(positional=positional, window=window, cross_downsample=cross_downsample, norm=norm)
     src, tgt_in = batch()
     full = model(src, tgt_in)  # T = 8 > 2W: the full pass uses blockwise local attention
@@ -53,10 +54,15 @@ def test_decoding_two_tokens_at_a_time_equals_full_forward(positional: str, wind
     torch.testing.assert_close(decode_incrementally(model, src, tgt_in, chunk=2), model(src, tgt_in), **TOL)
 
 
-@pytest.mark.parametrize("overrides", [{"positional": "alibi", "alibi_cross_attention": True, "cross_downsample": 2},
-                                       {"downsample_mode": "conv", "cross_downsample": 3},
-                                       {"activation": "swiglu", "attention": "manual", "window": 2}],
-                         ids=["alibi_cross", "conv_pooling", "swiglu_manual"])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"positional": "alibi", "alibi_cross_attention": True, "cross_downsample": 2},
+        {"downsample_mode": "conv", "cross_downsample": 3},
+        {"activation": "swiglu", "attention": "manual", "window": 2},
+    ],
+    ids=["alibi_cross", "conv_pooling", "swiglu_manual"],
+)
 @torch.no_grad()
 def test_cached_decoding_other_options(overrides: dict) -> None:
     model = small_model(**overrides)
@@ -107,8 +113,9 @@ def test_beam_rows_repeat_their_sentence_and_survive_beam_reordering() -> None:
 @pytest.mark.parametrize("window", [None, 2])
 @pytest.mark.parametrize("cross_downsample", [1, 2])
 @torch.no_grad()
-def test_extra_padding_does_not_change_real_logits(positional: str, window: int | None,
-                                                   cross_downsample: int) -> None:  # fmt: skip
+def test_extra_padding_does_not_change_real_logits(
+    positional: str, window: int | None, cross_downsample: int
+) -> None:
     model = small_model(positional=positional, window=window, cross_downsample=cross_downsample)
     src, tgt_in = batch(seed=5)
     logits = model(src, tgt_in)
@@ -117,8 +124,9 @@ def test_extra_padding_does_not_change_real_logits(positional: str, window: int 
     torch.testing.assert_close(model(more_src, more_tgt)[:, : tgt_in.shape[1]], logits, **TOL)
     memory, more_memory = model.encode(src), model.encode(more_src)
     assert torch.equal(more_memory.keep[:, : src.shape[1]], memory.keep) and not more_memory.keep[:, 9:].any()
-    torch.testing.assert_close(more_memory.states[:, : src.shape[1]][memory.keep], memory.states[memory.keep],
-                               **TOL)  # fmt: skip
+    torch.testing.assert_close(
+        more_memory.states[:, : src.shape[1]][memory.keep], memory.states[memory.keep], **TOL
+    )
 
 
 @pytest.mark.parametrize("positional", POSITIONAL)
@@ -193,8 +201,13 @@ def test_gradient_checkpointing_gives_identical_loss_and_gradients(
     plain = small_model(
         dropout=dropout, attention_dropout=dropout, activation_dropout=dropout, **overrides
     ).train()
-    checkpointed = small_model(dropout=dropout, attention_dropout=dropout, activation_dropout=dropout,
-                               checkpoint_activations=True, **overrides).train()  # fmt: skip
+    checkpointed = small_model(
+        dropout=dropout,
+        attention_dropout=dropout,
+        activation_dropout=dropout,
+        checkpoint_activations=True,
+        **overrides,
+    ).train()
     checkpointed.load_state_dict(plain.state_dict())
     loss, grads = loss_and_grads(plain, src, tgt_in, seed=123)
     assert not calls

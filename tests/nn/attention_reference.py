@@ -46,8 +46,11 @@ def loop_attention(
     for b in range(batch):
         for h in range(heads):
             for i in range(tq):
-                cols = [j for j in range(tk) if visible(b, i, j, tq=tq, tk=tk, keep=keep, causal=causal,
-                                                        window=window)]  # fmt: skip
+                cols = [
+                    j
+                    for j in range(tk)
+                    if visible(b, i, j, tq=tq, tk=tk, keep=keep, causal=causal, window=window)
+                ]
                 if not cols:
                     continue
                 scores = []

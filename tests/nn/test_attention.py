@@ -57,8 +57,9 @@ def test_local_attend_other_windows_and_empty_rows(window: int) -> None:
     for causal in (False, True):
         q.grad = k.grad = v.grad = None
         out = local_attend(q, k, v, window=window, causal=causal, keep=keep, alibi_slopes=alibi_slopes(2))
-        expected, _, _ = dense_band_reference(q, k, v, window=window, causal=causal, keep=keep,
-                                              slopes=alibi_slopes(2))  # fmt: skip
+        expected, _, _ = dense_band_reference(
+            q, k, v, window=window, causal=causal, keep=keep, slopes=alibi_slopes(2)
+        )
         torch.testing.assert_close(out, expected, **TOL)
         assert torch.equal(out[2], torch.zeros_like(out[2]))
         out.square().sum().backward()
@@ -118,8 +119,14 @@ def test_self_attention_matches_explicit_computation_on_local_and_dense_paths() 
         positions = torch.arange(length)
         rotary = RotaryEmbedding(d_model // heads)
         slopes = alibi_slopes(heads)
-        context = AttentionContext(keep=keep, causal=False, rope=rotary(positions), alibi_slopes=slopes,
-                                   q_positions=positions, k_positions=positions)  # fmt: skip
+        context = AttentionContext(
+            keep=keep,
+            causal=False,
+            rope=rotary(positions),
+            alibi_slopes=slopes,
+            q_positions=positions,
+            k_positions=positions,
+        )
         out = module(x, context)
 
         w_q, w_k, w_v = module.qkv.weight.chunk(3)

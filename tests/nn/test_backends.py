@@ -82,8 +82,9 @@ def test_backend_matches_manual_and_loop_reference(case: Case, backend: str) -> 
 def test_unmasked_fast_path_matches_reference(backend: str) -> None:
     q, k, v = qkv(2, HEADS, 5, 5, 8, seed=3)
     torch.testing.assert_close(attend(q, k, v, backend=backend), loop_attention(q, k, v), **TOL)
-    torch.testing.assert_close(attend(q, k, v, causal=True, backend=backend),
-                               loop_attention(q, k, v, causal=True), **TOL)  # fmt: skip
+    torch.testing.assert_close(
+        attend(q, k, v, causal=True, backend=backend), loop_attention(q, k, v, causal=True), **TOL
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -192,8 +193,16 @@ def test_missing_xformers_is_a_one_line_error_at_build_time(
     monkeypatch.setattr(backends, "_xformers_ops", lambda: None)
     assert not backends.xformers_installed()
     with pytest.raises(ValueError, match="xformers") as info:
-        build_model(src_vocab_size=11, tgt_vocab_size=11, d_model=16, n_heads=2, ffn_dim=32,
-                    encoder_layers=1, decoder_layers=1, attention="xformers")  # fmt: skip
+        build_model(
+            src_vocab_size=11,
+            tgt_vocab_size=11,
+            d_model=16,
+            n_heads=2,
+            ffn_dim=32,
+            encoder_layers=1,
+            decoder_layers=1,
+            attention="xformers",
+        )
     message = str(info.value)
     assert "\n" not in message and "attention" in message and "sdpa" in message
     # A direct call still works: it falls back and says why.
@@ -215,6 +224,12 @@ def test_xformers_kernels_match_reference_on_cuda() -> None:
         q, k, v, keep, bias = inputs(case)
         expected = loop_attention(q, k, v, keep=keep, causal=case.causal, window=case.window, bias=bias)
         on_gpu = [None if t is None else t.cuda() for t in (q, k, v, keep, bias)]
-        out = attend(*on_gpu[:3], keep=on_gpu[3], bias=on_gpu[4], causal=case.causal, window=case.window,
-                     backend="xformers")  # fmt: skip
+        out = attend(
+            *on_gpu[:3],
+            keep=on_gpu[3],
+            bias=on_gpu[4],
+            causal=case.causal,
+            window=case.window,
+            backend="xformers",
+        )
         torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-4, msg=case.name)

@@ -60,8 +60,9 @@ def test_decoder_state_reorder(memory: bool) -> None:
         cache.append(k_all[:, :, :2], v_all[:, :, :2])
     cross_kv = [(k_all.clone(), v_all.clone()) for _ in caches]
     keep = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]], dtype=torch.bool)
-    state = DecoderState(caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=torch.arange(5.0),
-                         steps=2)  # fmt: skip
+    state = DecoderState(
+        caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=torch.arange(5.0), steps=2
+    )
     index = torch.tensor([1, 0, 0])
     assert state.reorder(index, memory=memory) is state
     assert state.batch_size == 3 and state.steps == 2
@@ -78,8 +79,9 @@ def contexts(kind: str, heads: int, head_dim: int, start: int, length: int) -> A
     k_positions = torch.arange(start + length)
     rope = RotaryEmbedding(head_dim)(q_positions) if kind == "rope" else None
     slopes = alibi_slopes(heads) if kind == "alibi" else None
-    return AttentionContext(causal=True, rope=rope, alibi_slopes=slopes, q_positions=q_positions,
-                            k_positions=k_positions)  # fmt: skip
+    return AttentionContext(
+        causal=True, rope=rope, alibi_slopes=slopes, q_positions=q_positions, k_positions=k_positions
+    )
 
 
 @pytest.mark.parametrize("kind", ["none", "rope", "alibi"])

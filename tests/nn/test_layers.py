@@ -16,8 +16,10 @@ TOL = {"rtol": 1e-5, "atol": 1e-5}
 def test_feedforward_relu_and_gelu_formulas() -> None:
     torch.manual_seed(0)
     x = torch.randn(2, 3, 8)
-    for activation, nonlinearity in (("relu", lambda h: h.clamp(min=0)),
-                                     ("gelu", lambda h: 0.5 * h * (1 + torch.erf(h / math.sqrt(2))))):  # fmt: skip
+    for activation, nonlinearity in (
+        ("relu", lambda h: h.clamp(min=0)),
+        ("gelu", lambda h: 0.5 * h * (1 + torch.erf(h / math.sqrt(2)))),
+    ):
         ffn = FeedForward(8, 16, activation=activation).eval()
         assert ffn.up.weight.shape == (16, 8)
         expected = nonlinearity(x @ ffn.up.weight.T + ffn.up.bias) @ ffn.down.weight.T + ffn.down.bias

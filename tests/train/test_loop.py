@@ -30,25 +30,55 @@ def toy_dataset(n: int = 48, seed: int = 0) -> ParallelDataset:
     return ParallelDataset.from_sequences(sources, [s[::-1] for s in sources], eos_id=EOS)
 
 
-def make_trainer(tmp_path: Path, *, max_updates: int, update_freq: int = 1, save_every: int = 3,
-                 dropout: float = 0.1, loss_fn=None, max_nonfinite: int = 10) -> Trainer:  # fmt: skip
+def make_trainer(
+    tmp_path: Path,
+    *,
+    max_updates: int,
+    update_freq: int = 1,
+    save_every: int = 3,
+    dropout: float = 0.1,
+    loss_fn=None,
+    max_nonfinite: int = 10,
+) -> Trainer:
     torch.manual_seed(0)
     dataset = toy_dataset()
-    model = build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, d_model=32, n_heads=4, ffn_dim=64,
-                        encoder_layers=1, decoder_layers=1, dropout=dropout)  # fmt: skip
+    model = build_model(
+        src_vocab_size=VOCAB,
+        tgt_vocab_size=VOCAB,
+        pad_id=PAD,
+        d_model=32,
+        n_heads=4,
+        ffn_dim=64,
+        encoder_layers=1,
+        decoder_layers=1,
+        dropout=dropout,
+    )
     optimizer = build_adamw(model, lr=0.0)
     scheduler = ScheduledLR(optimizer, partial(noam, d_model=32, warmup=4, scale=1.0))
     sampler = TokenBatchSampler(dataset.src_lengths, dataset.tgt_lengths, max_tokens=60, seed=3)
-    options = TrainerOptions(max_updates=max_updates, update_freq=update_freq, validate_every=None,
-                             save_every=save_every, keep_last=2, log_every=1,
-                             max_consecutive_nonfinite=max_nonfinite)  # fmt: skip
+    options = TrainerOptions(
+        max_updates=max_updates,
+        update_freq=update_freq,
+        validate_every=None,
+        save_every=save_every,
+        keep_last=2,
+        log_every=1,
+        max_consecutive_nonfinite=max_nonfinite,
+    )
     return Trainer(
-        model=model, optimizer=optimizer, scheduler=scheduler,
-        loss_fn=loss_fn or partial(label_smoothed_nll, epsilon=0.1, pad_id=PAD), batches=sampler,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        loss_fn=loss_fn or partial(label_smoothed_nll, epsilon=0.1, pad_id=PAD),
+        batches=sampler,
         make_batch=lambda indices: make_batch(dataset, indices, pad_id=PAD, bos_id=BOS, eos_id=EOS),
-        validate=None, reporter=Reporter(log_dir=None, progress_bar=False), output_dir=tmp_path,
-        checkpoint_extras={"model_config": model.config}, options=options, device=torch.device("cpu"),
-    )  # fmt: skip
+        validate=None,
+        reporter=Reporter(log_dir=None, progress_bar=False),
+        output_dir=tmp_path,
+        checkpoint_extras={"model_config": model.config},
+        options=options,
+        device=torch.device("cpu"),
+    )
 
 
 def test_resume_after_interruption_is_bitwise_identical(tmp_path: Path) -> None:
