@@ -59,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         sampler = TokenBatchSampler(src, tgt, max_tokens=max_tokens, seed=args.seed)
         epochs = [sampler.batches(epoch) for epoch in range(args.epochs)]
         waste = np.mean([padding_waste(batches, src, tgt) for batches in epochs])
+        per_batch = len(src) / len(sampler)
         print(f"max_tokens={max_tokens:>6}: {len(sampler):>5} batches/epoch, "
-              f"{len(src) / len(sampler):6.1f} sentences/batch, padding {waste:6.2%} of batch tokens")  # fmt: skip
+              f"{per_batch:6.1f} sentences/batch, padding {waste:6.2%} of batch tokens")  # fmt: skip
     return 0
 
 

@@ -107,5 +107,5 @@ def test_prepare_tsv_writes_plain_files_per_split(tmp_path):
     assert (tmp_path / "out" / "train.de").read_text() == "a\nc\n"
     assert (tmp_path / "out" / "dev.en").read_text() == "f\n"
     assert stats["train"]["pairs"] == 2 and "test" not in stats
-    with pytest.raises(UserError, match="data.tsv.dev is not set"):
+    with pytest.raises(UserError, match=r"data\.tsv\.dev is not set"):
         prepare_tsv(out_dir=tmp_path, tsv={"train": train, "dev": None}, src_lang="de", tgt_lang="en")

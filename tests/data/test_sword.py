@@ -1,7 +1,9 @@
 """Export and module checks against a stand-in ``diatheke`` that prints recorded output."""
 
+import os
 import stat
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +39,7 @@ def _fake_diatheke(tmp_path, export: str = EXPORT, exit_code: int = 0) -> str:
     script.write_text(
         f"""#!{sys.executable}
 import sys
+from pathlib import Path
 args = sys.argv[1:]
 if args[:2] == ["-b", "system"]:
     print("Biblical Texts:\\nFAKE : A fake Bible\\nCommentaries:")
@@ -87,10 +90,59 @@ def test_missing_module_names_the_packages_to_install(tmp_path):
 
 
 def test_missing_diatheke_names_every_package(tmp_path):
-    with pytest.raises(UserError, match="sudo apt-get install diatheke sword-text-sparv sword-text-web$"):
+    with pytest.raises(UserError, match=r"sudo apt-get install diatheke sword-text-sparv sword-text-web$"):
         ensure_modules(
             ["engWEB2015eb", "spaRV1909eb"],
             diatheke=str(tmp_path / "no-diatheke"),
             install=False,
             packages={"engWEB2015eb": "sword-text-web", "spaRV1909eb": "sword-text-sparv"},
         )
+
+
+def _fake_apt_get(tmp_path, diatheke: str, exit_code: int = 0) -> Path:
+    """An apt-get that records its arguments and, on install, puts the stand-in diatheke in place."""
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    script = bin_dir / "apt-get"
+    script.write_text(f"""#!{sys.executable}
+import shutil, sys
+with open({str(tmp_path / "apt.log")!r}, "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\\n")
+if {exit_code}:
+    sys.stderr.write("E: Unable to locate package sword-text-sparv\\n")
+    sys.exit({exit_code})
+if sys.argv[1] == "install":
+    shutil.copy({diatheke!r}, {str(tmp_path / "installed" / "diatheke")!r})
+""", encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    (tmp_path / "installed").mkdir()
+    return bin_dir
+
+
+def test_missing_packages_are_installed_with_apt_get_as_root(tmp_path, monkeypatch):
+    bin_dir = _fake_apt_get(tmp_path, _fake_diatheke(tmp_path))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    installed = str(tmp_path / "installed" / "diatheke")
+    ensure_modules(["FAKE"], packages={"FAKE": "sword-text-fake"}, diatheke=installed)
+    calls = (tmp_path / "apt.log").read_text().splitlines()
+    assert calls == ["update -q", "install -y -q diatheke sword-text-fake"]
+
+
+def test_failed_apt_get_is_one_line_naming_the_packages(tmp_path, monkeypatch):
+    bin_dir = _fake_apt_get(tmp_path, _fake_diatheke(tmp_path), exit_code=100)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(UserError) as error:
+        ensure_modules(["spaRV1909eb"], packages={"spaRV1909eb": "sword-text-sparv"},
+                       diatheke=str(tmp_path / "installed" / "diatheke"))  # fmt: skip
+    assert str(error.value) == ("'apt-get update -q' failed (E: Unable to locate package sword-text-sparv); "
+                                "install diatheke sword-text-sparv by hand")  # fmt: skip
+
+
+def test_without_root_the_error_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(UserError) as error:
+        ensure_modules(["spaRV1909eb"], packages={"spaRV1909eb": "sword-text-sparv"},
+                       diatheke=str(tmp_path / "absent" / "diatheke"))  # fmt: skip
+    assert str(error.value).endswith("install them with: sudo apt-get install diatheke sword-text-sparv")
