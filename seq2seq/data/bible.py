@@ -283,7 +283,7 @@ def _write_corpus(
 
 
 def _write_lines(path: Path, lines: Sequence[str]) -> None:
-    temporary = path.with_name(path.name + ".tmp")
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(line + "\n" for line in lines)
     os.replace(temporary, path)

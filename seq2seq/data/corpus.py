@@ -8,6 +8,7 @@ UserError that names the file, and the line where there is one.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import unicodedata
 from collections import Counter
@@ -184,7 +185,7 @@ def prepare_tsv(
         )
         out.mkdir(parents=True, exist_ok=True)
         for lang, lines in ((src_lang, src), (tgt_lang, tgt)):
-            temporary = out / f"{split}.{lang}.tmp"
+            temporary = out / f"{split}.{lang}.{os.getpid()}.tmp"
             temporary.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
             temporary.replace(out / f"{split}.{lang}")
         stats[split] = describe_parallel(src, tgt)

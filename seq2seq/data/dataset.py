@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,10 +65,10 @@ class ParallelDataset:
         return int(self.src_lengths.sum() + self.tgt_lengths.sum())
 
     def save(self, path: str | Path) -> None:
-        """Write an .npz file atomically (a temporary file renamed into place)."""
+        """Write an .npz file atomically; concurrent writers (data-parallel ranks) use own temporaries."""
         file = Path(path)
         file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = file.with_name(file.name + ".tmp.npz")
+        temporary = file.with_name(f"{file.name}.{os.getpid()}.tmp.npz")
         np.savez(
             temporary,
             src_ids=self.src_ids,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -233,12 +234,10 @@ def _tokenizers(
             model.save(path)
     for model, path in zip(models, paths):
         model.save(path)
-    record.write_text(
-        json.dumps(
-            {"options": options, "train": [str(train_src), str(train_tgt)], "sha256": digests}, indent=2
-        ),
-        encoding="utf-8",
-    )
+    temporary = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+    trained_on = {"options": options, "train": [str(train_src), str(train_tgt)], "sha256": digests}
+    temporary.write_text(json.dumps(trained_on, indent=2), encoding="utf-8")
+    temporary.replace(record)
     return _loaded(paths)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -103,10 +104,10 @@ class Tokenizer:
         return self._sp.serialized_model_proto()
 
     def save(self, path: str | Path) -> None:
-        """Write the model file atomically, so a crash never leaves half a model behind."""
+        """Write the model file atomically (per-process temporary, then rename): no half-written models."""
         file = Path(path)
         file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = file.with_name(file.name + ".tmp")
+        temporary = file.with_name(f"{file.name}.{os.getpid()}.tmp")
         temporary.write_bytes(self.to_bytes())
         temporary.replace(file)
 
