@@ -2,11 +2,12 @@
 
 Two Bibles numbered the same way can still disagree about which text a number holds: the RV1909
 keeps the Hebrew verse numbering in about ten chapters, so its Num 13:2 is the WEB's Num 13:1.
-A dynamic program over the verses (Gale & Church's, with beads 1-1, 1-0, 0-1, 2-1, 1-2) finds
-where the texts correspond. Two signals score a pair: translations have a stable length ratio,
-and where both modules tag words with Strong's numbers, translations share most of them (Jaccard
-0.74 on average against 0.10 for neighbouring verses). Length alone cannot place shifts in poetry
-such as Job 39, whose verses all have about the same length; the shared keys can. A pair whose
+A dynamic program over the verses (Gale & Church's, with beads 1-1, 1-0, 0-1, 2-1, 1-2, 2-2)
+finds where the texts correspond. Two signals score a pair: translations have a stable length
+ratio, and where both modules tag words with Strong's numbers, translations share most of them
+(KJV against RV1909: Jaccard 0.80 on average for the same verse, about 0.10 for a neighbour).
+Length alone cannot place shifts in poetry such as Job 39, whose verses all have about the same
+length; the shared keys can. A pair whose
 references agree gets a small bonus so numbering is only left when the evidence insists.
 """
 
@@ -75,10 +76,6 @@ def fit_length_model(a_lengths: Sequence[int], b_lengths: Sequence[int]) -> Leng
     ratio = sum(b for _, b in pairs) / sum(a for a, _ in pairs)
     scaled = [(b - ratio * a) ** 2 / ((a + b / ratio) / 2) for a, b in pairs]
     return LengthModel(ratio=ratio, variance=max(statistics.median(scaled) / 0.455, 0.5))  # chi2(1) median
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float | None:
-    return len(a & b) / len(a | b) if a and b else None
 
 
 def align(a: Sequence[Segment], b: Sequence[Segment], *, model: LengthModel, band: int = 6) -> list[Bead]:

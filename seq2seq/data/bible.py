@@ -1,9 +1,15 @@
 """The embedded corpus: two Bible translations, verse-aligned, split by chapter.
 
 ``prepare_bible`` exports two SWORD modules (see sword.py), aligns their verses per book (see
-alignment.py), drops what cannot be paired (every drop is written with its reason to
-``dropped.tsv``), splits by chapter and writes ``{train,dev,test}.{lang}``, ``{split}.ids`` (the
-verse references of each line) and ``stats.json``.
+alignment.py), drops what cannot be paired, splits by chapter and writes to ``out_dir``:
+
+    {train,dev,test}.{lang}   one aligned text per line (a verse, or two where one text merges them)
+    {train,dev,test}.ids      the references of each line, one column per language, tab-separated:
+                              "Num.13.1<TAB>Num.13.2", "Num.13.32+Num.13.33<TAB>Num.13.33"
+    dropped.tsv               every verse left out, with the reason
+    stats.json                counts, words, drops by reason, re-paired verses by chapter, timings
+
+The split is by chapter of the first language, so both directions share it.
 """
 
 from __future__ import annotations

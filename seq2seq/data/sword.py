@@ -84,7 +84,13 @@ def ensure_modules(
     missing = _missing_modules(modules, diatheke)
     if not missing:
         return
-    needed = ["diatheke"] + sorted({packages.get(m, f"<package providing {m}>") for m in missing})
+    unknown = [m for m in missing if m not in packages]
+    if unknown:
+        raise UserError(
+            f"SWORD modules {', '.join(unknown)} are not installed and no Debian package is known for them; "
+            "install them, or name their packages in data.recipe.packages"
+        )
+    needed = ["diatheke"] + sorted({packages[m] for m in missing})
     can_install = install and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get")
     if not can_install:
         raise UserError(

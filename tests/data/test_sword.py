@@ -146,3 +146,8 @@ def test_without_root_the_error_says_what_to_install(tmp_path, monkeypatch):
         ensure_modules(["spaRV1909eb"], packages={"spaRV1909eb": "sword-text-sparv"},
                        diatheke=str(tmp_path / "absent" / "diatheke"))  # fmt: skip
     assert str(error.value).endswith("install them with: sudo apt-get install diatheke sword-text-sparv")
+
+
+def test_module_without_a_known_package_is_reported(tmp_path):
+    with pytest.raises(UserError, match="SWORD modules OTHER are not installed and no Debian package is"):
+        ensure_modules(["FAKE", "OTHER"], packages={}, diatheke=_fake_diatheke(tmp_path), install=False)
