@@ -22,7 +22,7 @@ def read_jobs(sweep_dir: Path) -> list[dict]:
         summary = json.loads(summary_path.read_text())
         overrides = dict(item.split("=", 1) for item in summary.get("overrides", []) if "=" in item)
         jobs.append(
-            {"dir": str(summary_path.parent.relative_to(sweep_dir)), "overrides": overrides, **summary}
+            {**summary, "dir": str(summary_path.parent.relative_to(sweep_dir)), "overrides": overrides}
         )
     return jobs
 

@@ -62,7 +62,6 @@ def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int
         out_dir=run_dir,
         cache_dir=_path(data_cfg.cache_dir),
         encoding_errors=str(data_cfg.encoding_errors),
-        seed=seed,
         progress=sys.stderr.isatty() and distributed.is_main(),
         **tokenizer,
         **filters,

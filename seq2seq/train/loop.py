@@ -56,6 +56,7 @@ class TrainState:
     epoch: int = 0
     elapsed_seconds: float = 0.0
     best_bleu: float | None = None
+    best_loss: float | None = None
     validations_without_improvement: int = 0
     nonfinite_skipped: int = 0
     history: list[dict[str, float]] = field(default_factory=list)
@@ -235,7 +236,8 @@ class Trainer:
             self.stop_requested = self.stop_requested or "max_minutes"
         patience = options.early_stop_patience
         if patience is not None and state.validations_without_improvement >= patience:
-            self.stop_requested = self.stop_requested or f"no dev BLEU improvement in {patience} validations"
+            reason = f"no dev BLEU (or, without BLEU, dev loss) improvement in {patience} validations"
+            self.stop_requested = self.stop_requested or reason
         return self.stop_requested
 
     def _validate_and_save(self) -> None:
@@ -245,15 +247,24 @@ class Trainer:
         record = {"step": self.state.step, "minutes": self.state.elapsed_seconds / 60}
         record.update({k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
         self.state.history.append(record)
-        bleu = record.get("bleu")
-        improved = bleu is not None and (self.state.best_bleu is None or bleu > self.state.best_bleu)
-        if improved:
-            self.state.best_bleu = bleu
-            self.state.validations_without_improvement = 0
-        elif bleu is not None:
-            self.state.validations_without_improvement += 1
+        improved = self._record_best(record.get("bleu"), record.get("loss"))
         self.reporter.validation(self.state.step, metrics, best_bleu=self.state.best_bleu)
         self._save(numbered=bool(self.options.save_every), best=improved)
+
+    def _record_best(self, bleu: float | None, loss: float | None) -> bool:
+        """best.pt follows dev BLEU; runs that validate without BLEU fall back to dev loss."""
+        state = self.state
+        if bleu is not None:
+            improved = state.best_bleu is None or bleu > state.best_bleu
+            state.best_bleu = bleu if improved else state.best_bleu
+        elif loss is not None:
+            improved = state.best_loss is None or loss < state.best_loss
+        else:
+            return False
+        if loss is not None and (state.best_loss is None or loss < state.best_loss):
+            state.best_loss = loss
+        state.validations_without_improvement = 0 if improved else state.validations_without_improvement + 1
+        return improved
 
     # ------------------------------------------------------------------ checkpoints
     def _unwrapped(self) -> nn.Module:
@@ -273,6 +284,7 @@ class Trainer:
                 "epoch": state.epoch,
                 "elapsed_seconds": state.elapsed_seconds,
                 "best_bleu": state.best_bleu,
+                "best_loss": state.best_loss,
                 "validations_without_improvement": state.validations_without_improvement,
                 "nonfinite_skipped": state.nonfinite_skipped,
                 "history": state.history,

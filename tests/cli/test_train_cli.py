@@ -1,0 +1,120 @@
+"""seq2seq-train as a user runs it: a run, automatic resume, a tiny multirun, bad checkpoints, torchrun."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from toy_corpus import tiny_train_overrides, write_toy_corpus
+
+ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
+
+
+def run_train(*args: str, cwd: Path, module: bool = True) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "seq2seq.cli.train", *args]
+    return subprocess.run(command, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_toy_corpus(tmp_path_factory.mktemp("toy") / "corpus")
+
+
+@pytest.fixture(scope="module")
+def finished_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run_dir = tmp_path_factory.mktemp("run") / "run"
+    result = run_train(*tiny_train_overrides(corpus, run_dir), cwd=run_dir.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
+
+
+def test_a_run_writes_checkpoints_logs_and_summary(finished_run: Path) -> None:
+    names = {p.name for p in finished_run.iterdir()}
+    assert {
+        "last.pt",
+        "best.pt",
+        "checkpoint_2.pt",
+        "checkpoint_4.pt",
+        "summary.json",
+        "tensorboard",
+    } <= names
+    assert any(p.name.startswith("spm") or p.suffix == ".model" for p in finished_run.iterdir())
+    summary = json.loads((finished_run / "summary.json").read_text())
+    assert summary["updates"] == 4 and summary["parameters"] > 0
+    assert [h["step"] for h in summary["history"]] == [2, 4]
+    assert all(h["ppl"] > 1 and h["loss"] > 0 for h in summary["history"])
+    assert list((finished_run / "tensorboard").glob("events.out.tfevents.*"))
+    payload = torch.load(finished_run / "last.pt", weights_only=True)
+    assert (
+        payload["step"] == 4 and payload["tokenizer"]["src"] and payload["config"]["model"]["d_model"] == 64
+    )
+
+
+def test_rerunning_the_same_command_resumes(finished_run: Path, corpus: Path) -> None:
+    overrides = [
+        o for o in tiny_train_overrides(corpus, finished_run) if not o.startswith("trainer.max_updates")
+    ]
+    result = run_train(*overrides, "trainer.max_updates=6", cwd=finished_run.parent)
+    assert result.returncode == 0, result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert "resumed from" in output and "at update 4" in output
+    assert json.loads((finished_run / "summary.json").read_text())["updates"] == 6
+
+
+def test_corrupt_checkpoint_is_a_one_line_error(finished_run: Path, corpus: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "copy"
+    shutil.copytree(finished_run, run_dir)
+    data = (run_dir / "last.pt").read_bytes()
+    (run_dir / "last.pt").write_bytes(data[: len(data) // 2])
+    result = run_train(*tiny_train_overrides(corpus, run_dir), cwd=tmp_path)
+    assert result.returncode == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1 and "corrupt or truncated" in error_lines[0] and "last.pt" in error_lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_checkpoint_of_another_model_is_a_one_line_error(
+    finished_run: Path, corpus: Path, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "copy"
+    shutil.copytree(finished_run, run_dir)
+    result = run_train(
+        *tiny_train_overrides(corpus, run_dir), "model.d_model=32", "model.ffn_dim=64", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "does not fit this model" in result.stderr and "Traceback" not in result.stdout + result.stderr
+
+
+def test_tiny_multirun_completes_and_reports(corpus: Path, tmp_path: Path) -> None:
+    overrides = [
+        o for o in tiny_train_overrides(corpus, tmp_path / "unused") if not o.startswith("hydra.run")
+    ]
+    result = run_train("-m", *overrides, "model/positional=sinusoidal,rope", f"hydra.sweep.dir={tmp_path}/sweep",
+                       cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
+    assert len(summaries) == 2
+    report = subprocess.run([sys.executable, "scripts/sweep_report.py", str(tmp_path / "sweep")],
+                            cwd=Path(__file__).parents[2], capture_output=True, text=True, check=False)  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert "model/positional" in report.stdout and "rope" in report.stdout and "sinusoidal" in report.stdout
+    assert (tmp_path / "sweep" / "report.png").stat().st_size > 1000
+
+
+def test_torchrun_two_processes_on_cpu(corpus: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "ddp"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533",
+               "-m", "seq2seq.cli.train", *tiny_train_overrides(corpus, run_dir), "trainer.device=cpu"]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((run_dir / "summary.json").read_text())["updates"] == 4
+    assert "joined the gloo process group" in result.stdout + result.stderr
