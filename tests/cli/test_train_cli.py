@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from toy_corpus import tiny_train_overrides, write_toy_corpus
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
@@ -96,13 +95,18 @@ def test_tiny_multirun_completes_and_reports(corpus: Path, tmp_path: Path) -> No
     overrides = [
         o for o in tiny_train_overrides(corpus, tmp_path / "unused") if not o.startswith("hydra.run")
     ]
-    result = run_train("-m", *overrides, "model/positional=sinusoidal,rope", f"hydra.sweep.dir={tmp_path}/sweep",
-                       cwd=tmp_path)  # fmt: skip
+    sweep = ["-m", "model/positional=sinusoidal,rope", f"hydra.sweep.dir={tmp_path}/sweep"]
+    result = run_train(*sweep, *overrides, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     summaries = sorted((tmp_path / "sweep").glob("*/summary.json"))
     assert len(summaries) == 2
-    report = subprocess.run([sys.executable, "scripts/sweep_report.py", str(tmp_path / "sweep")],
-                            cwd=Path(__file__).parents[2], capture_output=True, text=True, check=False)  # fmt: skip
+    report = subprocess.run(
+        [sys.executable, "scripts/sweep_report.py", str(tmp_path / "sweep")],
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert report.returncode == 0, report.stderr
     assert "model/positional" in report.stdout and "rope" in report.stdout and "sinusoidal" in report.stdout
     assert (tmp_path / "sweep" / "report.png").stat().st_size > 1000
@@ -110,8 +114,17 @@ def test_tiny_multirun_completes_and_reports(corpus: Path, tmp_path: Path) -> No
 
 def test_torchrun_two_processes_on_cpu(corpus: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "ddp"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29533",
-               "-m", "seq2seq.cli.train", *tiny_train_overrides(corpus, run_dir), "trainer.device=cpu"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_port=29533",
+        "-m",
+        "seq2seq.cli.train",
+        *tiny_train_overrides(corpus, run_dir),
+        "trainer.device=cpu",
+    ]
     result = subprocess.run(
         command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300, check=False
     )
