@@ -43,7 +43,7 @@ GROUP_CHOICES = [
         "data",
     )
     for option in options(group)
-] + [("+experiment", option) for option in options("experiment")]
+] + [("experiment", option) for option in options("experiment")]
 
 
 @pytest.mark.parametrize(("group", "option"), GROUP_CHOICES, ids=lambda x: str(x))
