@@ -13,6 +13,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from seq2seq.decode.beam import beam_search
+from seq2seq.decode.greedy import greedy_search
+
 
 @dataclass
 class SearchOptions:
@@ -88,11 +91,14 @@ def search_ids(
 
 
 def _search(model: nn.Module, src: torch.Tensor, options: SearchOptions, **ids: int) -> list[list[Any]]:
-    from seq2seq.decode.beam import beam_search
-    from seq2seq.decode.greedy import greedy_search
-
-    common = dict(max_len_a=options.max_len_a, max_len_b=options.max_len_b, min_len=options.min_len, **ids)
-    if options.beam_size == 1 and options.nbest == 1 and options.no_repeat_ngram_size == 0:
+    common = dict(
+        max_len_a=options.max_len_a,
+        max_len_b=options.max_len_b,
+        min_len=options.min_len,
+        no_repeat_ngram_size=options.no_repeat_ngram_size,
+        **ids,
+    )
+    if options.beam_size == 1 and options.nbest == 1:
         return [[hypothesis] for hypothesis in greedy_search(model, src, **common)]
     return beam_search(
         model,
@@ -100,7 +106,6 @@ def _search(model: nn.Module, src: torch.Tensor, options: SearchOptions, **ids: 
         beam_size=options.beam_size,
         nbest=options.nbest,
         length_penalty=options.length_penalty,
-        no_repeat_ngram_size=options.no_repeat_ngram_size,
         **common,
     )
 

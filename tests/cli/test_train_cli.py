@@ -48,7 +48,7 @@ def test_a_run_writes_checkpoints_logs_and_summary(finished_run: Path) -> None:
     summary = json.loads((finished_run / "summary.json").read_text())
     assert summary["updates"] == 4 and summary["parameters"] > 0
     assert [h["step"] for h in summary["history"]] == [2, 4]
-    assert all(h["ppl"] > 1 and h["loss"] > 0 for h in summary["history"])
+    assert all(h["ppl"] > 1 and h["loss"] > 0 and 0 <= h["bleu"] <= 100 for h in summary["history"])
     assert list((finished_run / "tensorboard").glob("events.out.tfevents.*"))
     payload = torch.load(finished_run / "last.pt", weights_only=True)
     assert (

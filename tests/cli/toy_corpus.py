@@ -44,7 +44,6 @@ def tiny_train_overrides(corpus: Path, run_dir: Path) -> list[str]:
         "trainer.log_every=1",
         "trainer.num_threads=1",
         "trainer.progress_bar=false",
-        "trainer.validate_bleu=false",
         "schedule.warmup=2",
         f"hydra.run.dir={run_dir}",
     ]
