@@ -3,35 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import torch
-from toy_corpus import tiny_train_overrides, write_toy_corpus
-
-ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
-
-
-def run_train(*args: str, cwd: Path, module: bool = True) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "seq2seq.cli.train", *args]
-    return subprocess.run(command, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300, check=False)
+from conftest import ENV, run_module
+from toy_corpus import tiny_train_overrides
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_toy_corpus(tmp_path_factory.mktemp("toy") / "corpus")
-
-
-@pytest.fixture(scope="module")
-def finished_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run_dir = tmp_path_factory.mktemp("run") / "run"
-    result = run_train(*tiny_train_overrides(corpus, run_dir), cwd=run_dir.parent)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir
+def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return run_module("seq2seq.cli.train", *args, cwd=cwd)
 
 
 def test_a_run_writes_checkpoints_logs_and_summary(finished_run: Path) -> None:
@@ -56,15 +39,15 @@ def test_a_run_writes_checkpoints_logs_and_summary(finished_run: Path) -> None:
     )
 
 
-def test_rerunning_the_same_command_resumes(finished_run: Path, corpus: Path) -> None:
-    overrides = [
-        o for o in tiny_train_overrides(corpus, finished_run) if not o.startswith("trainer.max_updates")
-    ]
-    result = run_train(*overrides, "trainer.max_updates=6", cwd=finished_run.parent)
+def test_rerunning_the_same_command_resumes(finished_run: Path, corpus: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "copy"
+    shutil.copytree(finished_run, run_dir)
+    overrides = [o for o in tiny_train_overrides(corpus, run_dir) if not o.startswith("trainer.max_updates")]
+    result = run_train(*overrides, "trainer.max_updates=6", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
     assert "resumed from" in output and "at update 4" in output
-    assert json.loads((finished_run / "summary.json").read_text())["updates"] == 6
+    assert json.loads((run_dir / "summary.json").read_text())["updates"] == 6
 
 
 def test_corrupt_checkpoint_is_a_one_line_error(finished_run: Path, corpus: Path, tmp_path: Path) -> None:

@@ -1,0 +1,117 @@
+"""seq2seq-translate's input policy: one output line per input line, whatever the input holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_module
+
+MIXED_LINES = [
+    "the man sees the dog",
+    "",
+    "   \t  ",
+    " ".join(["the king loves bread"] * 1250),  # 5,000 words, far over the model's limit
+    "the\x07 cat\x1b finds\x00 water",  # control characters
+    "the dog 🐕 sees the cat 😺",  # emoji
+    "שלום עולם the woman مرحبا",  # right-to-left scripts
+    "a woman finds the house",
+]
+
+
+def translate(
+    run_dir: Path, tmp_path: Path, lines: list[str] | None = None, raw: bytes | None = None, *args: str
+):
+    source = tmp_path / "input.txt"
+    source.write_bytes(raw if raw is not None else "".join(line + "\n" for line in lines).encode())
+    output = tmp_path / "output.txt"
+    result = run_module(
+        "seq2seq.cli.translate",
+        f"checkpoint={run_dir / 'last.pt'}",
+        f"input={source}",
+        f"output={output}",
+        "max_input_tokens=64",
+        *args,
+        cwd=tmp_path,
+    )
+    return result, output
+
+
+@pytest.mark.parametrize("decode", ["greedy", "beam"])
+def test_line_count_is_kept_on_hostile_input(finished_run: Path, tmp_path: Path, decode: str) -> None:
+    result, output = translate(finished_run, tmp_path, MIXED_LINES, None, f"decode={decode}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = output.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == "" and len(lines) - 1 == len(MIXED_LINES)
+    assert lines[1] == "" and lines[2] == ""  # empty and whitespace-only lines stay empty
+    assert "truncated" in result.stderr  # the 5,000-word line was cut to the limit, and the log says so
+
+
+def test_each_line_is_translated_as_if_alone(finished_run: Path, tmp_path: Path) -> None:
+    _, together = translate(finished_run, tmp_path, MIXED_LINES, None, "decode=greedy")
+    batch = together.read_text().split("\n")
+    for index in (0, 5, 7):
+        alone_dir = tmp_path / f"alone{index}"
+        alone_dir.mkdir()
+        _, alone = translate(finished_run, alone_dir, [MIXED_LINES[index]], None, "decode=greedy")
+        assert alone.read_text().split("\n")[0] == batch[index]
+
+
+def test_invalid_utf8_is_an_error_naming_the_line(finished_run: Path, tmp_path: Path) -> None:
+    raw = b"the man\nthe \xff\xfe dog\nthe cat\n"
+    result, output = translate(finished_run, tmp_path, None, raw)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error:") and "line 2" in result.stderr
+    assert "Traceback" not in result.stderr and not output.exists()
+    result, output = translate(finished_run, tmp_path, None, raw, "encoding_errors=replace")
+    assert result.returncode == 0 and len(output.read_text().split("\n")) == 4
+
+
+def test_long_line_policies(finished_run: Path, tmp_path: Path) -> None:
+    lines = ["the man", " ".join(["the dog sees the cat"] * 40), "the king"]
+    result, _ = translate(finished_run, tmp_path, lines, None, "long_lines=error")
+    assert result.returncode == 2 and "input line 2 has" in result.stderr and "long_lines=" in result.stderr
+    result, output = translate(finished_run, tmp_path, lines, None, "long_lines=split", "decode=greedy")
+    assert result.returncode == 0 and len(output.read_text().split("\n")) == 4
+
+
+def test_nbest_scores_alignment_and_pictures(finished_run: Path, tmp_path: Path) -> None:
+    lines = ["the man sees the dog", "a cat"]
+    result, output = translate(finished_run, tmp_path, lines, None, "decode=beam", "decode.nbest=3")
+    assert result.returncode == 0, result.stderr[-2000:]
+    nbest = output.read_text().strip().split("\n")
+    assert [line.split(" ||| ")[0] for line in nbest] == ["0", "0", "0", "1", "1", "1"]
+    scores = [float(line.split(" ||| ")[2]) for line in nbest[:3]]
+    assert scores == sorted(scores, reverse=True)
+    pictures = tmp_path / "attention"
+    result, output = translate(
+        finished_run, tmp_path, lines, None, "scores=true", "alignment=true", f"attention_dir={pictures}"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    for line in output.read_text().strip().split("\n"):
+        _text, score, alignment = line.split("\t")
+        assert float(score) <= 0
+        assert all(len(pair.split("-")) == 2 for pair in alignment.split())
+    assert sorted(p.name for p in pictures.glob("*.png")) == ["000001.png", "000002.png"]
+
+
+def test_stdin_to_stdout(finished_run: Path, tmp_path: Path) -> None:
+    result = run_module(
+        "seq2seq.cli.translate",
+        f"checkpoint={finished_run / 'last.pt'}",
+        "decode=greedy",
+        cwd=tmp_path,
+        stdin=b"the man\n\nthe dog\n",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.decode().count("\n") == 3
+
+
+def test_missing_or_corrupt_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    for name, expected in (("missing.pt", "does not exist"), ("bad.pt", "corrupt or truncated")):
+        result = run_module(
+            "seq2seq.cli.translate", f"checkpoint={tmp_path / name}", cwd=tmp_path, stdin=b"x\n"
+        )
+        assert result.returncode == 2 and expected in result.stderr.decode()
+        assert b"Traceback" not in result.stderr
