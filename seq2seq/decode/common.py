@@ -1,0 +1,181 @@
+"""What every search shares: the Hypothesis record, argument checks, forced prefixes, per-step constraints.
+
+Conventions for all searches:
+  * A hypothesis' tokens exclude bos and eos; its `log_prob` sums the model's log-probabilities of
+    every output token *including* the final eos; its length for the penalty is len(tokens) + 1.
+  * Output length limits count tokens before eos: at most floor(max_len_a * src_len + max_len_b)
+    where src_len counts the non-pad source tokens (eos included); at least `min_len`.
+  * pad and bos are never generated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from seq2seq.decode.penalties import (
+    NEG_INF,
+    force_tokens,
+    length_penalty,
+    limit_lengths_,
+    max_output_lengths,
+    no_repeat_ngram_allowed,
+)
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+# A shared prefix (list of ids or a (P,) tensor), per-sentence prefixes (list of lists, lengths may
+# differ), or a (B, P) tensor right-padded with pad_id.
+Prefix = Sequence[int] | Sequence[Sequence[int]] | Tensor | None
+
+
+@dataclass
+class Hypothesis:
+    """One output. score = log_prob / length_penalty(len(tokens) + 1) (= log_prob without a penalty)."""
+
+    tokens: list[int]
+    score: float
+    log_prob: float
+    positional_scores: list[float] | None = field(default=None, repr=False)
+
+
+@dataclass
+class StepRules:
+    """Everything that constrains the next token, for the N rows currently decoded."""
+
+    min_len: int
+    max_lens: Tensor  # (N,) long: output tokens allowed before eos
+    first_limit: int  # a lower bound of max_lens, known on the host
+    prefix: Tensor | None  # (N, P) forced tokens, pad_id where free, or None
+    no_repeat_ngram_size: int
+    bos_id: int
+    eos_id: int
+    pad_id: int
+
+    def select(self, index: Tensor) -> StepRules:
+        """The rules for rows `index` (after beams are reordered or finished sentences dropped)."""
+        prefix = None if self.prefix is None else self.prefix.index_select(0, index)
+        return StepRules(
+            self.min_len,
+            self.max_lens.index_select(0, index),
+            self.first_limit,
+            prefix,
+            self.no_repeat_ngram_size,
+            self.bos_id,
+            self.eos_id,
+            self.pad_id,
+        )
+
+
+def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
+    """Apply every rule to the next-token log-probabilities, in place.
+
+    Shapes: logprobs (N, V); tokens (N, 1 + step) = bos and the output so far -> (N, V).
+    """
+    step = tokens.shape[1] - 1
+    logprobs[:, rules.pad_id] = NEG_INF
+    logprobs[:, rules.bos_id] = NEG_INF
+    if rules.no_repeat_ngram_size > 0 and step >= rules.no_repeat_ngram_size - 1:
+        allowed = no_repeat_ngram_allowed(tokens[:, 1:], rules.no_repeat_ngram_size, logprobs.shape[1])
+        logprobs.masked_fill_(~allowed, NEG_INF)
+    limit_lengths_(
+        logprobs,
+        step=step,
+        min_len=rules.min_len,
+        max_lens=rules.max_lens,
+        first_limit=rules.first_limit,
+        eos_id=rules.eos_id,
+    )
+    if rules.prefix is not None and step < rules.prefix.shape[1]:
+        logprobs = force_tokens(logprobs, rules.prefix[:, step], free_id=rules.pad_id)
+    return logprobs
+
+
+def source_lengths(src: Tensor, pad_id: int) -> Tensor:
+    """Non-pad tokens per sentence. Shapes: src (B, S) -> (B,)."""
+    return (src != pad_id).sum(dim=1)
+
+
+def prepare_prefix(
+    prefix: Prefix, batch_size: int, *, device: torch.device, pad_id: int, bos_id: int, eos_id: int
+) -> Tensor | None:
+    """Normalise the forced prefixes to a (B, P) tensor right-padded with pad_id (None when empty)."""
+    if prefix is None:
+        return None
+    if isinstance(prefix, Tensor):
+        rows = prefix.tolist()
+        rows = [rows] * batch_size if prefix.dim() == 1 else [[t for t in row if t != pad_id] for row in rows]
+    elif len(prefix) > 0 and all(isinstance(t, int) for t in prefix):
+        rows = [list(prefix)] * batch_size  # one shared prefix
+    else:
+        rows = [list(row) for row in prefix]
+    if len(rows) != batch_size:
+        raise UserError(
+            f"got {len(rows)} prefixes for {batch_size} sentences; pass one per sentence or one shared"
+        )
+    width = max((len(row) for row in rows), default=0)
+    if width == 0:
+        return None
+    for row in rows:
+        if {pad_id, bos_id, eos_id} & set(row):
+            raise UserError(
+                f"prefix {row} contains pad, bos or eos (ids {pad_id}, {bos_id}, {eos_id}); "
+                "pass only the output tokens to force"
+            )
+    padded = [row + [pad_id] * (width - len(row)) for row in rows]
+    return torch.tensor(padded, dtype=torch.long, device=device)
+
+
+def check_search_arguments(
+    model: nn.Module, src: Tensor, *, min_len: int, max_len_a: float, max_len_b: float
+) -> None:
+    if src.dim() != 2 or src.dtype != torch.long:
+        raise UserError(f"src must be a (batch, length) LongTensor, got {tuple(src.shape)} {src.dtype}")
+    if min_len < 0 or max_len_a < 0:
+        raise UserError(f"min_len={min_len} and max_len_a={max_len_a} must be non-negative")
+    if max_len_b < 0 and max_len_a == 0:
+        raise UserError(f"max_len_b={max_len_b} with max_len_a=0 allows no output; pass max_len_b >= 0")
+    if model.training:
+        log.warning("decoding with a model in training mode (dropout active); call model.eval() first")
+
+
+def build_rules(
+    src: Tensor,
+    *,
+    copies: int,
+    min_len: int,
+    max_len_a: float,
+    max_len_b: float,
+    no_repeat_ngram_size: int,
+    prefix: Prefix,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+) -> StepRules:
+    """Rules for B * copies rows (row b * copies + k belongs to sentence b)."""
+    forced = prepare_prefix(
+        prefix, src.shape[0], device=src.device, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id
+    )
+    prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != pad_id).sum(dim=1)
+    limits = max_output_lengths(source_lengths(src, pad_id), a=max_len_a, b=max_len_b)  # (B,)
+    max_lens = torch.maximum(limits, prefix_lengths)  # a forced prefix always fits
+    if copies > 1:
+        max_lens = max_lens.repeat_interleave(copies)
+        forced = None if forced is None else forced.repeat_interleave(copies, dim=0)
+    first_limit = int(max_lens.min()) if max_lens.numel() else 0
+    return StepRules(min_len, max_lens, first_limit, forced, no_repeat_ngram_size, bos_id, eos_id, pad_id)
+
+
+def finished_hypothesis(tokens: list[int], positional: list[float], alpha: float) -> Hypothesis:
+    """A Hypothesis from output tokens (without bos/eos) and per-token log-probs (eos's included)."""
+    log_prob = float(sum(positional))
+    score = log_prob / float(length_penalty(len(tokens) + 1, alpha))
+    return Hypothesis(tokens=tokens, score=score, log_prob=log_prob, positional_scores=positional)
+
+
+__all__ = ["Hypothesis", "Prefix", "StepRules", "build_rules", "constrain_", "prepare_prefix"]

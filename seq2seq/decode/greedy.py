@@ -1,0 +1,130 @@
+"""Greedy search, and the single-path decoding loop it shares with sampling.
+
+Every row follows one path: the loop asks `choose` for the next token of each row, keeps the
+KV cache, and drops finished rows from the batch once a quarter of them are done (dropping copies
+the cache, so doing it for every single finished row would cost more than it saves). The host
+learns one number per step: how many rows are finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from seq2seq.decode.common import (
+    Hypothesis,
+    Prefix,
+    build_rules,
+    check_search_arguments,
+    constrain_,
+    finished_hypothesis,
+)
+
+# Next-token log-probabilities (N, V), already constrained -> chosen tokens (N,).
+Chooser = Callable[[Tensor], Tensor]
+
+
+def greedy_search(
+    model: nn.Module,
+    src: Tensor,
+    *,
+    max_len_a: float = 1.2,
+    max_len_b: float = 10,
+    min_len: int = 0,
+    no_repeat_ngram_size: int = 0,
+    prefix: Prefix = None,
+    bos_id: int = 2,
+    eos_id: int = 3,
+    pad_id: int = 0,
+) -> list[Hypothesis]:
+    """The most likely next token at every step, for a batch of right-padded sources.
+
+    Shapes: src (B, S) -> B hypotheses; score = log_prob (no length penalty).
+    """
+    paths = decode_paths(
+        model,
+        src,
+        choose=lambda logprobs: logprobs.argmax(dim=-1),
+        copies=1,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        min_len=min_len,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+        prefix=prefix,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        pad_id=pad_id,
+    )
+    return [sentence[0] for sentence in paths]
+
+
+@torch.inference_mode()
+def decode_paths(
+    model: nn.Module,
+    src: Tensor,
+    *,
+    choose: Chooser,
+    copies: int,
+    max_len_a: float,
+    max_len_b: float,
+    min_len: int,
+    no_repeat_ngram_size: int,
+    prefix: Prefix,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+) -> list[list[Hypothesis]]:
+    """Decode `copies` independent paths per sentence; returns B lists of `copies` hypotheses."""
+    check_search_arguments(model, src, min_len=min_len, max_len_a=max_len_a, max_len_b=max_len_b)
+    rules = build_rules(
+        src,
+        copies=copies,
+        min_len=min_len,
+        max_len_a=max_len_a,
+        max_len_b=max_len_b,
+        no_repeat_ngram_size=no_repeat_ngram_size,
+        prefix=prefix,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        pad_id=pad_id,
+    )
+    state = model.init_state(model.encode(src), beam_size=copies)
+    total = src.shape[0] * copies
+    rows = torch.arange(total, device=src.device)  # original row of each current row
+    tokens = torch.full((total, 1), bos_id, dtype=torch.long, device=src.device)  # (N, 1 + step)
+    positional = torch.zeros(total, 0, device=src.device)  # (N, step) chosen tokens' log-probs
+    finished = torch.zeros(total, dtype=torch.bool, device=src.device)
+    results: list[Hypothesis | None] = [None] * total
+    while rows.numel():
+        logits, state = model.decode_step(tokens[:, -1:], state)  # (N, V)
+        logprobs = constrain_(torch.log_softmax(logits.float(), dim=-1), tokens, rules)
+        choice = choose(logprobs).masked_fill(finished, pad_id)  # (N,)
+        chosen = logprobs.gather(1, choice[:, None]).squeeze(1).masked_fill(finished, 0.0)  # (N,)
+        finished |= choice == eos_id
+        tokens = torch.cat([tokens, choice[:, None]], dim=1)
+        positional = torch.cat([positional, chosen[:, None]], dim=1)
+        done = int(finished.sum())  # the one host sync of the step
+        if done and 4 * done >= rows.numel():
+            _collect(results, rows, tokens, positional, finished, eos_id)
+            keep = (~finished).nonzero().squeeze(1)  # (N',)
+            if keep.numel():
+                state.reorder(keep)
+            rows, tokens, positional = rows[keep], tokens[keep], positional[keep]
+            finished, rules = finished[keep], rules.select(keep)
+    return [results[b * copies : (b + 1) * copies] for b in range(src.shape[0])]  # type: ignore[misc]
+
+
+def _collect(
+    results: list, rows: Tensor, tokens: Tensor, positional: Tensor, finished: Tensor, eos_id: int
+) -> None:
+    """Store the finished rows' hypotheses (tokens up to eos; log-probs up to and including it)."""
+    index = finished.nonzero().squeeze(1)
+    ids, outputs, logprobs = rows[index].tolist(), tokens[index, 1:].tolist(), positional[index].tolist()
+    for row, output, scores in zip(ids, outputs, logprobs):
+        end = output.index(eos_id)
+        results[row] = finished_hypothesis(output[:end], scores[: end + 1], 0.0)
+
+
+__all__ = ["Chooser", "decode_paths", "greedy_search"]
