@@ -1,0 +1,82 @@
+"""seq2seq-score: corpus BLEU / chrF / TER of a hypothesis file against one or more reference files.
+
+A plain argparse tool rather than a Hydra app: it has a handful of flags and no config tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from seq2seq.cli.common import exit_on_user_error
+from seq2seq.decode.score import DEFAULT_METRICS, METRICS, format_scores, read_lines, score_corpus
+from seq2seq.errors import UserError
+
+EXAMPLES = """examples:
+  seq2seq-score hyp.es ref.es
+  seq2seq-score hyp.es ref1.es ref2.es --metrics bleu,chrf++ --json
+  seq2seq-translate ... | seq2seq-score - ref.es
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="seq2seq-score",
+        description="Score detokenized translations with sacreBLEU (corpus level).\n"
+        "Files are UTF-8, one sentence per line, line-aligned with each reference file.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("hypotheses", metavar="HYP", help="system output, or - for stdin")
+    parser.add_argument(
+        "references",
+        metavar="REF",
+        nargs="+",
+        help="one or more reference files (multiple references per sentence); - for stdin",
+    )
+    parser.add_argument(
+        "--metrics",
+        default=",".join(DEFAULT_METRICS),
+        help=f"comma-separated, from {', '.join(METRICS)} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tokenize",
+        default="13a",
+        help="BLEU tokenizer, e.g. 13a, intl, zh, char, none (default: %(default)s)",
+    )
+    parser.add_argument("--lowercase", action="store_true", help="case-insensitive BLEU and chrF")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    return parser
+
+
+@exit_on_user_error
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    paths = [args.hypotheses, *args.references]
+    if paths.count("-") > 1:
+        raise UserError("only one of HYP and REF can be - (stdin); pass the others as files")
+    metrics = [name.strip().lower() for name in args.metrics.split(",") if name.strip()]
+    if not metrics:
+        raise UserError("--metrics is empty; pass e.g. --metrics bleu,chrf,ter")
+    hypotheses = read_lines(args.hypotheses)
+    references = [read_lines(path) for path in args.references]
+    results = score_corpus(
+        hypotheses,
+        references,
+        metrics=metrics,
+        tokenize=args.tokenize,
+        lowercase=args.lowercase,
+        hypothesis_name=_name(args.hypotheses),
+        reference_names=[_name(p) for p in args.references],
+    )
+    print(json.dumps(results, indent=2) if args.json else format_scores(results))
+
+
+def _name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
