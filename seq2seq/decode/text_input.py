@@ -1,17 +1,19 @@
-"""Reading text to translate: exact line accounting, strict or lenient UTF-8, control characters removed."""
+"""Reading text to translate: exact line accounting, strict or lenient UTF-8, stdin or a file.
+
+Unlike a training corpus, input to translate may be empty or come from stdin; each line is then
+cleaned with the corpus reader's `normalize` (NFC, control characters removed, spaces squeezed).
+"""
 
 from __future__ import annotations
 
-import re
 import sys
-import unicodedata
 from pathlib import Path
 
+from seq2seq.data.corpus import ENCODING_ERRORS as ENCODING_POLICIES
+from seq2seq.data.corpus import normalize as clean_line
 from seq2seq.errors import UserError
 
-ENCODING_POLICIES = ("strict", "replace")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0/C1 controls except tab and newline
-_SPACES = re.compile(r"\s+")
+__all__ = ["clean_line", "read_lines"]
 
 
 def read_lines(source: str, *, encoding_errors: str = "strict") -> list[str]:
@@ -42,9 +44,3 @@ def read_lines(source: str, *, encoding_errors: str = "strict") -> list[str]:
                 "or pass encoding_errors=replace"
             ) from None
     return lines
-
-
-def clean_line(text: str) -> str:
-    """NFC-normalise, drop control characters (a tab or CR counts as a space), squeeze whitespace."""
-    text = unicodedata.normalize("NFC", text.replace("\t", " ").replace("\r", " "))
-    return _SPACES.sub(" ", _CONTROL.sub("", text)).strip()
