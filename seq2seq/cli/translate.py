@@ -6,10 +6,12 @@ echo "In the beginning God created the heavens." | seq2seq-translate checkpoint=
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,14 @@ def write_output(target: str, lines: list[str]) -> None:
     os.replace(temp, path)
 
 
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError(f"device={name} but no CUDA device is available; use device=cpu")
+    return torch.device(name)
+
+
 @exit_on_user_error
 def translate(cfg: DictConfig) -> None:
     logging.basicConfig(
@@ -126,25 +136,14 @@ def translate(cfg: DictConfig) -> None:
         raise UserError(
             f"long_lines={cfg.long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
         )
-    device = torch.device(
-        "cuda"
-        if cfg.device == "auto" and torch.cuda.is_available()
-        else "cpu"
-        if cfg.device == "auto"
-        else cfg.device
-    )
+    device = pick_device(str(cfg.device))
     loaded = load_for_inference(Path(hydra.utils.to_absolute_path(cfg.checkpoint)), device)
     input_path = cfg.input if cfg.input == "-" else hydra.utils.to_absolute_path(cfg.input)
     lines = [clean_line(line) for line in read_lines(input_path, encoding_errors=cfg.encoding_errors)]
     limit = int(cfg.max_input_tokens or loaded.model.config.get("max_positions", 1024) - 1)
     sources, owners = encode_sources(lines, loaded, limit=limit, policy=cfg.long_lines)
-    options = SearchOptions(
-        **{
-            k: v
-            for k, v in OmegaConf.to_container(cfg.decode).items()
-            if k in SearchOptions.__dataclass_fields__
-        }
-    )
+    decode = OmegaConf.to_container(cfg.decode)
+    options = SearchOptions(**{k: v for k, v in decode.items() if k in SearchOptions.__dataclass_fields__})
     log.info(
         "translating %d lines (%d pieces) with beam %d on %s",
         len(lines),
@@ -152,23 +151,61 @@ def translate(cfg: DictConfig) -> None:
         options.beam_size,
         device,
     )
+    start = time.perf_counter()
     results = _search_with_progress(cfg, loaded, sources, options, device)
-    alignments = (
-        alignments_and_pictures(cfg, loaded, sources, results, device)
-        if (cfg.alignment or cfg.attention_dir)
-        else [None] * len(sources)
-    )
+    seconds = time.perf_counter() - start
     output = cfg.output if cfg.output == "-" else hydra.utils.to_absolute_path(cfg.output)
     if options.nbest > 1:  # Moses n-best format: "line ||| translation ||| score", nbest lines per input line
         write_output(output, nbest_lines(owners, results, loaded))
-        return
+    else:
+        write_output(output, output_lines(cfg, loaded, lines, sources, owners, results, device))
+    if cfg.report:
+        write_report(
+            Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds
+        )
+
+
+def output_lines(
+    cfg: DictConfig,
+    loaded: LoadedModel,
+    lines: list[str],
+    sources: list[list[int]],
+    owners: list[int],
+    results: list[list[Any]],
+    device: torch.device,
+) -> list[str]:
+    """One line per input line: pieces of a split line are joined; options append score and alignment."""
+    alignments: list[str | None] = [None] * len(sources)
+    if cfg.alignment or cfg.attention_dir:
+        alignments = alignments_and_pictures(cfg, loaded, sources, results, device)
     pieces: list[list[str]] = [[] for _ in lines]
     for owner, nbest, alignment in zip(owners, results, alignments):
         text = format_line(
             nbest, loaded, scores=bool(cfg.scores), alignment=alignment if cfg.alignment else None
         )
         pieces[owner].append(text)
-    write_output(output, [" ".join(p for p in parts if p) for parts in pieces])
+    return [" ".join(p for p in parts if p) for parts in pieces]
+
+
+def write_report(
+    path: Path, cfg: DictConfig, decode: dict, results: list[list[Any]], n_lines: int, seconds: float
+) -> None:
+    """Speed and settings of this translation, as JSON (read by scripts/decode_and_score.sh)."""
+    tokens = sum(len(nbest[0].tokens) + 1 for nbest in results if nbest)
+    report = {
+        "checkpoint": str(cfg.checkpoint),
+        "input": str(cfg.input),
+        "decode": decode,
+        "precision": str(cfg.precision),
+        "device": str(cfg.device),
+        "lines": n_lines,
+        "seconds": seconds,
+        "sentences_per_second": n_lines / max(seconds, 1e-9),
+        "tokens_per_second": tokens / max(seconds, 1e-9),
+        "threads": torch.get_num_threads(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
 
 
 def nbest_lines(owners: list[int], results: list[list[Any]], loaded: LoadedModel) -> list[str]:
