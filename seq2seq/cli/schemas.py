@@ -41,10 +41,10 @@ class TrainerSchema:
     max_updates: int = 100000
     max_epochs: int = 1000
     max_minutes: float | None = None
-    max_tokens: int = 6000
+    max_tokens: int = 4096
     update_freq: int = 1
     clip_norm: float | None = 1.0
-    precision: str = "fp32"
+    precision: str = "auto"
     device: str = "auto"
     num_threads: int | None = None
     validate_every: int | None = 2000

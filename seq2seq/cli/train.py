@@ -1,7 +1,7 @@
 """seq2seq-train: compose the config, build data/model/optimizer, train, checkpoint, report.
 
 seq2seq-train                                   # the default: small model, Bible en->es
-seq2seq-train model=base trainer.max_minutes=30 trainer.precision=bf16
+seq2seq-train model=base trainer.max_minutes=30 trainer.precision=fp32
 seq2seq-train -m model/positional=sinusoidal,alibi,rope
 torchrun --nproc_per_node=2 -m seq2seq.cli.train trainer.device=cpu
 """
@@ -64,17 +64,35 @@ def pick_device(name: str) -> torch.device:
     return device
 
 
+def fast_bf16(device: torch.device) -> bool:
+    """Whether bf16 matmuls run natively here (CUDA with bf16, or a CPU with AVX512-BF16 / AMX)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
+
+
+def resolve_precision(setting: str, device: torch.device) -> str:
+    """`auto` picks bf16 autocast where the hardware runs it natively, fp32 elsewhere."""
+    if setting not in ("auto", "fp32", "bf16"):
+        raise UserError(f"trainer.precision={setting!r} is not supported; choose auto, fp32 or bf16")
+    if setting != "auto":
+        return setting
+    chosen = "bf16" if fast_bf16(device) else "fp32"
+    log.info("trainer.precision=auto: using %s on %s", chosen, device)
+    return chosen
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
 
-def trainer_options(cfg: DictConfig) -> TrainerOptions:
+def trainer_options(cfg: DictConfig, device: torch.device) -> TrainerOptions:
     fields = TrainerOptions.__dataclass_fields__
     options = TrainerOptions(**{k: v for k, v in OmegaConf.to_container(cfg.trainer).items() if k in fields})
-    if options.precision not in ("fp32", "bf16"):
-        raise UserError(f"trainer.precision={options.precision!r} is not supported; choose fp32 or bf16")
+    options.precision = resolve_precision(options.precision, device)
     if options.update_freq < 1:
         raise UserError(f"trainer.update_freq={options.update_freq} must be at least 1")
     return options
@@ -104,7 +122,7 @@ def train(cfg: DictConfig) -> float | None:
     if cfg.trainer.num_threads:
         torch.set_num_threads(int(cfg.trainer.num_threads))
     seed_everything(int(cfg.seed) + distributed.rank())
-    options = trainer_options(cfg)
+    options = trainer_options(cfg, device)
     main = distributed.is_main()
 
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
@@ -133,7 +151,7 @@ def train(cfg: DictConfig) -> float | None:
         loss_fn=loss_fn,
         batches=data.train_batches,
         make_batch=data.make_batch,
-        validate=build_validator(cfg, data, loss_fn, device) if main else None,
+        validate=build_validator(cfg, data, loss_fn, device, options.precision) if main else None,
         reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=_progress_setting(cfg), enabled=main),
         output_dir=run_dir,
         options=options,
@@ -161,7 +179,9 @@ def train(cfg: DictConfig) -> float | None:
     return state.best_bleu
 
 
-def build_validator(cfg: DictConfig, data: Any, loss_fn: Any, device: torch.device) -> Validator:
+def build_validator(
+    cfg: DictConfig, data: Any, loss_fn: Any, device: torch.device, precision: str
+) -> Validator:
     trainer_cfg = cfg.trainer
     search = SearchOptions(
         **{
@@ -180,7 +200,7 @@ def build_validator(cfg: DictConfig, data: Any, loss_fn: Any, device: torch.devi
         tgt_tokenizer=data.tgt_tokenizer,
         loss_fn=loss_fn,
         device=device,
-        precision=trainer_cfg.precision,
+        precision=precision,
         search=search,
         max_tokens=int(trainer_cfg.max_tokens),
         compute_bleu=bool(trainer_cfg.validate_bleu),

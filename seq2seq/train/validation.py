@@ -20,6 +20,13 @@ from seq2seq.decode.translator import SearchOptions, best_tokens, pad_batch, sea
 log = logging.getLogger(__name__)
 
 
+def evenly_spaced(total: int, count: int | None) -> list[int]:
+    """`count` indices spread evenly over range(total) (all of them when count is None or larger)."""
+    if count is None or count >= total:
+        return list(range(total))
+    return [round(i * (total - 1) / max(count - 1, 1)) for i in range(count)]
+
+
 class Validator:
     """Callable(model, step) -> metrics dict; holds the dev data and how to decode it."""
 
@@ -81,12 +88,8 @@ class Validator:
         return metrics
 
     def dev_bleu(self, model: nn.Module) -> dict[str, Any]:
-        count = (
-            len(self.src_texts)
-            if self.max_sentences is None
-            else min(self.max_sentences, len(self.src_texts))
-        )
-        sources = [self.dev[i][0].tolist() for i in range(count)]  # token ids ending in eos
+        chosen = evenly_spaced(len(self.src_texts), self.max_sentences)
+        sources = [self.dev[i][0].tolist() for i in chosen]  # token ids ending in eos
         tokenizer = self.tgt_tokenizer
         results = search_ids(
             model,
@@ -100,7 +103,8 @@ class Validator:
             precision=self.precision,
         )
         hypotheses = [tokenizer.decode(tokens) for tokens in best_tokens(results)]
-        references = self.ref_texts[:count]
+        references = [self.ref_texts[i] for i in chosen]
+        source_texts = [self.src_texts[i] for i in chosen]
         bleu = sacrebleu.metrics.BLEU()
         chrf = sacrebleu.metrics.CHRF()
         bleu_score = bleu.corpus_score(hypotheses, [references])
@@ -110,19 +114,23 @@ class Validator:
             "chrf": chrf_score.score,
             "signature": f"{bleu.get_signature()} | {chrf.get_signature()}",
             "samples": [
-                {"src": self.src_texts[i], "ref": references[i], "hyp": hypotheses[i]}
-                for i in range(min(self.n_samples, count))
+                {"src": source_texts[i], "ref": references[i], "hyp": hypotheses[i]}
+                for i in range(min(self.n_samples, len(chosen)))
             ],
         }
-        if self.attention_plot and count:
-            metrics["attention_figure"] = self._attention_figure(model, sources[0], best_tokens(results)[0])
+        if self.attention_plot and chosen:
+            metrics["attention_figure"] = self._attention_figure(
+                model, sources[0], best_tokens(results)[0], title=source_texts[0][:80]
+            )
         return metrics
 
-    def _attention_figure(self, model: nn.Module, source: list[int], hypothesis: list[int]) -> Any:
+    def _attention_figure(
+        self, model: nn.Module, source: list[int], hypothesis: list[int], title: str
+    ) -> Any:
         tokenizer = self.tgt_tokenizer
         src = pad_batch([source], tokenizer.pad_id).to(self.device)  # (1, S)
         tgt_in = pad_batch([[tokenizer.bos_id] + hypothesis], tokenizer.pad_id).to(self.device)  # (1, T)
         weights = model.cross_attention(src, tgt_in)[0].mean(0)  # (T, S')
         src_pieces = [self.src_tokenizer.id_to_piece(i) for i in source]
         tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
-        return attention_figure(weights, src_pieces, tgt_pieces, title=self.src_texts[0][:80])
+        return attention_figure(weights, src_pieces, tgt_pieces, title=title)
