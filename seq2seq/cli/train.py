@@ -129,15 +129,15 @@ def train(cfg: DictConfig) -> float | None:
     torch.manual_seed(int(cfg.seed))  # identical initial weights on every rank
     model = instantiate(
         cfg.model,
-        src_vocab_size=data.src_vocab_size,
-        tgt_vocab_size=data.tgt_vocab_size,
-        pad_id=data.pad_id,
+        src_vocab_size=data.corpus.src_vocab_size,
+        tgt_vocab_size=data.corpus.tgt_vocab_size,
+        pad_id=data.corpus.pad_id,
         _convert_="all",
     ).to(device)
     log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
-    loss_fn = partial(instantiate(cfg.loss), pad_id=data.pad_id)
+    loss_fn = partial(instantiate(cfg.loss), pad_id=data.corpus.pad_id)
     seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
     wrapped = model
     if distributed.world_size() > 1:
@@ -159,7 +159,7 @@ def train(cfg: DictConfig) -> float | None:
         checkpoint_extras={
             "config": OmegaConf.to_container(cfg, resolve=True),
             "model_config": model.config,
-            "tokenizer": data.tokenizer_payload,
+            "tokenizer": data.corpus.tokenizer_payload,
         },
     )
     checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
@@ -191,13 +191,13 @@ def build_validator(
         }
     )
     return Validator(
-        dev=data.dev,
+        dev=data.corpus.dev,
         dev_batches=data.dev_batches,
         make_batch=data.make_dev_batch,
-        dev_src_texts=data.dev_src_texts,
-        dev_ref_texts=data.dev_ref_texts,
-        src_tokenizer=data.src_tokenizer,
-        tgt_tokenizer=data.tgt_tokenizer,
+        dev_src_texts=data.corpus.dev_src_texts,
+        dev_ref_texts=data.corpus.dev_ref_texts,
+        src_tokenizer=data.corpus.src_tokenizer,
+        tgt_tokenizer=data.corpus.tgt_tokenizer,
         loss_fn=loss_fn,
         device=device,
         precision=precision,

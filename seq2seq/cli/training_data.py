@@ -14,36 +14,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.collate import Batch, make_batch
-from seq2seq.data.dataset import ParallelDataset
-from seq2seq.data.pipeline import prepare_training_data
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.pipeline import TrainingData, prepare_training_data
 from seq2seq.train import distributed
 
 
 @dataclass
 class RunData:
-    src_tokenizer: Tokenizer
-    tgt_tokenizer: Tokenizer
+    """The prepared corpus plus what the loop needs to draw batches from it."""
+
+    corpus: TrainingData  # tokenizers, datasets, dev texts
     train_batches: TokenBatchSampler
     make_batch: Callable[[list[int]], Batch]
     make_dev_batch: Callable[[list[int]], Batch]
-    dev: ParallelDataset
     dev_batches: list[list[int]]
-    dev_src_texts: list[str]
-    dev_ref_texts: list[str]
-    tokenizer_payload: dict[str, Any]
-
-    @property
-    def pad_id(self) -> int:
-        return self.tgt_tokenizer.pad_id
-
-    @property
-    def src_vocab_size(self) -> int:
-        return self.src_tokenizer.vocab_size
-
-    @property
-    def tgt_vocab_size(self) -> int:
-        return self.tgt_tokenizer.vocab_size
 
 
 def _path(value: Any) -> Path:
@@ -79,14 +62,9 @@ def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int
         data.dev.src_lengths, data.dev.tgt_lengths, max_tokens, seed=seed, shuffle=False
     )
     return RunData(
-        src_tokenizer=data.src_tokenizer,
-        tgt_tokenizer=data.tgt_tokenizer,
+        corpus=data,
         train_batches=train_batches,
         make_batch=lambda indices: collate(data.train, indices),
         make_dev_batch=lambda indices: collate(data.dev, indices),
-        dev=data.dev,
         dev_batches=dev_sampler.batches(0),
-        dev_src_texts=data.dev_src_texts,
-        dev_ref_texts=data.dev_ref_texts,
-        tokenizer_payload=data.tokenizer_payload,
     )
