@@ -1,0 +1,329 @@
+#!/usr/bin/env python
+"""Training-step throughput: seq2seq vs Hugging Face MarianMTModel vs torch.nn.Transformer.
+
+    python benchmarks/train_step.py                 # size small, ~4,000 target tokens, fp32 and bf16
+    python benchmarks/train_step.py --size base --tokens 8000 --steps 7
+    python benchmarks/train_step.py --quick         # a smoke run of a few seconds
+
+One step = forward + label-smoothed cross-entropy (epsilon 0.1, the same function on every model's
+logits) + backward + AdamW. All three models get the same batch, sizes, tied embeddings, sinusoidal
+positions, dropout 0.1 on residuals (none on attention weights or the FFN activation) and relu FFNs.
+Throughput is real (non-pad) target tokens per second, the median of interleaved repetitions after
+warm-up. Our step's achieved GFLOP/s is printed next to a matmul peak measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from common import (
+    PAD,
+    Batch,
+    describe_machine,
+    format_table,
+    load_average,
+    matmul_peak,
+    set_threads,
+    synthetic_batch,
+    time_interleaved,
+)
+from torch import Tensor, nn
+
+from seq2seq.model import SIZES, build_model, count_parameters
+from seq2seq.nn.positional import sinusoid_table
+from seq2seq.train.loss import label_smoothed_nll
+
+DROPOUT = 0.1  # residual / embedding dropout, as in our builder's default
+EPSILON = 0.1  # label smoothing
+VOCAB = 8000
+
+
+@dataclass(frozen=True)
+class Dims:
+    d_model: int
+    n_heads: int
+    ffn_dim: int
+    encoder_layers: int
+    decoder_layers: int
+    vocab: int
+
+
+# ----------------------------------------------------------------------------- the three models
+
+
+def build_ours(dims: Dims) -> nn.Module:
+    return build_model(
+        src_vocab_size=dims.vocab,
+        tgt_vocab_size=dims.vocab,
+        pad_id=PAD,
+        d_model=dims.d_model,
+        n_heads=dims.n_heads,
+        ffn_dim=dims.ffn_dim,
+        encoder_layers=dims.encoder_layers,
+        decoder_layers=dims.decoder_layers,
+        dropout=DROPOUT,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        activation="relu",
+        norm="pre",
+    )
+
+
+def build_marian(dims: Dims, attention: str) -> nn.Module:
+    """MarianMTModel at random init. Marian is post-norm by design (no pre-norm option)."""
+    from transformers import MarianConfig, MarianMTModel
+
+    config = MarianConfig(
+        vocab_size=dims.vocab,
+        decoder_vocab_size=dims.vocab,
+        d_model=dims.d_model,
+        encoder_layers=dims.encoder_layers,
+        decoder_layers=dims.decoder_layers,
+        encoder_attention_heads=dims.n_heads,
+        decoder_attention_heads=dims.n_heads,
+        encoder_ffn_dim=dims.ffn_dim,
+        decoder_ffn_dim=dims.ffn_dim,
+        activation_function="relu",
+        dropout=DROPOUT,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        max_position_embeddings=1024,
+        pad_token_id=PAD,
+        decoder_start_token_id=PAD,
+        eos_token_id=2,
+        forced_eos_token_id=None,
+        use_cache=False,
+    )
+    config._attn_implementation = attention
+    return MarianMTModel(config)
+
+
+class TorchTransformer(nn.Module):
+    """torch.nn.Transformer plus what makes it our model: scaled tied embedding, sinusoids, output."""
+
+    def __init__(self, dims: Dims) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(dims.vocab, dims.d_model, padding_idx=PAD)
+        nn.init.normal_(self.embedding.weight, std=dims.d_model**-0.5)
+        self.scale = math.sqrt(dims.d_model)
+        self.dropout = nn.Dropout(DROPOUT)
+        self.core = nn.Transformer(
+            dims.d_model,
+            dims.n_heads,
+            dims.encoder_layers,
+            dims.decoder_layers,
+            dims.ffn_dim,
+            dropout=DROPOUT,
+            activation="relu",
+            batch_first=True,
+            norm_first=True,
+        )
+        # nn.Transformer uses one dropout everywhere; ours drops no attention weights or FFN activations.
+        for layer in [*self.core.encoder.layers, *self.core.decoder.layers]:
+            layer.self_attn.dropout = 0.0
+            layer.dropout.p = 0.0
+            if hasattr(layer, "multihead_attn"):
+                layer.multihead_attn.dropout = 0.0
+
+    def _embed(self, tokens: Tensor) -> Tensor:
+        positions = sinusoid_table(torch.arange(tokens.shape[1]), self.embedding.embedding_dim)  # (T, D)
+        return self.dropout(self.embedding(tokens) * self.scale + positions)  # (B, T, D)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Shapes: src (B, S), tgt_in (B, T) -> (B, T, V)."""
+        src_pad = src == PAD  # (B, S) True = ignore
+        length = tgt_in.shape[1]
+        causal = torch.ones(length, length, dtype=torch.bool).triu(1)  # (T, T) True = ignore
+        hidden = self.core(
+            self._embed(src),
+            self._embed(tgt_in),
+            tgt_mask=causal,
+            tgt_is_causal=True,
+            src_key_padding_mask=src_pad,
+            memory_key_padding_mask=src_pad,
+        )
+        return F.linear(hidden, self.embedding.weight)
+
+
+def logits_function(name: str, model: nn.Module) -> Callable[[Batch], Tensor]:
+    if name == "marian":
+        return lambda b: (
+            model(
+                input_ids=b.src,
+                attention_mask=(b.src != PAD).long(),
+                decoder_input_ids=b.tgt_in,
+                use_cache=False,
+            ).logits
+        )
+    return lambda b: model(b.src, b.tgt_in)
+
+
+def train_step(model: nn.Module, logits_of: Callable[[Batch], Tensor], batch: Batch, bf16: bool):
+    """A closure running one full training step on `batch` (same optimizer settings for every model)."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.01)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    model.train()
+
+    def step() -> None:
+        with autocast:
+            logits = logits_of(batch)  # (B, T, V)
+        loss_sum, _, n_tokens = label_smoothed_nll(logits, batch.tgt_out, epsilon=EPSILON, pad_id=PAD)
+        (loss_sum / n_tokens).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+# ----------------------------------------------------------------------------- FLOPs
+
+
+def step_flops(dims: Dims, batch: Batch) -> float:
+    """Matmul FLOPs of one training step of our model on the padded batch (what is executed).
+
+    Per position, forward FLOPs are 2 x the matmul weights it passes through:
+        encoder, per source position:  L_e (4 D^2 + 2 D F)   [qkv 3D^2, out D^2, ffn 2DF]
+        decoder, per source position:  L_d 2 D^2             [cross-attention K/V of the memory]
+        decoder, per target position:  L_d (6 D^2 + 2 D F) + D V   [self 4D^2, cross q+out 2D^2, ffn, logits]
+    Attention scores and their weighted sum, forward, full (B, H, Tq, Tk) matrices:
+        4 D B (L_e S^2 + L_d T^2 + L_d T S)
+    Backward costs twice the forward, so the step is 3 x forward:
+        6 (B S (L_e (4D^2 + 2DF) + 2 L_d D^2) + B T (L_d (6D^2 + 2DF) + D V))
+          + 12 D B (L_e S^2 + L_d T^2 + L_d T S)
+    Embedding lookups, norms, softmax, the loss and the optimizer are not counted.
+    """
+    d, f, le, ld, v = dims.d_model, dims.ffn_dim, dims.encoder_layers, dims.decoder_layers, dims.vocab
+    b, s = batch.src.shape
+    t = batch.tgt_in.shape[1]
+    source_weights = le * (4 * d * d + 2 * d * f) + ld * 2 * d * d
+    target_weights = ld * (6 * d * d + 2 * d * f) + d * v
+    attention = 4 * d * b * (le * s * s + ld * t * t + ld * t * s)
+    return 6 * (b * s * source_weights + b * t * target_weights) + 3 * attention
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--tokens", type=int, default=4096, help="real target tokens per batch")
+    parser.add_argument("--mean-length", type=float, default=32.0, help="mean target sentence length")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per model and dtype (median)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: all cores)")
+    parser.add_argument("--dtypes", nargs="+", choices=["fp32", "bf16"], default=["fp32", "bf16"])
+    parser.add_argument("--marian-attention", default="sdpa", choices=["sdpa", "eager"])
+    parser.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
+    parser.add_argument("--quick", action="store_true", help="1,024 tokens, 1 warm-up and 2 timed steps")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.tokens, args.warmup, args.steps = 1024, 1, 2
+    return args
+
+
+def measure(args: argparse.Namespace, dims: Dims, batch: Batch) -> dict[tuple[str, str], float]:
+    """Seconds per step (median) for every (model, dtype)."""
+    torch.manual_seed(0)
+    models = {
+        "ours": build_ours(dims),
+        "marian": build_marian(dims, args.marian_attention),
+        "nn.Transformer": TorchTransformer(dims),
+    }
+    params = {name: count_parameters(m) for name, m in models.items()}
+    print("trainable parameters: " + ", ".join(f"{n} {p:,}" for n, p in params.items()))
+    marian_attention = models["marian"].config._attn_implementation
+    print(f"Marian attention implementation: {marian_attention}; Marian is post-norm, the others pre-norm")
+    results = {}
+    for dtype in args.dtypes:
+        steps = {
+            name: train_step(model, logits_function(name, model), batch, bf16=dtype == "bf16")
+            for name, model in models.items()
+        }
+        timings = time_interleaved(steps, warmup=args.warmup, repeats=args.steps)
+        for name, timing in timings.items():
+            results[(name, dtype)] = timing.median
+            print(
+                f"  {dtype} {name:15s} median {timing.median * 1e3:8.1f} ms  "
+                f"spread {timing.spread:5.1%}  load {load_average()}",
+                flush=True,
+            )
+    return results
+
+
+def report(args: argparse.Namespace, dims: Dims, batch: Batch, seconds: dict, peaks: dict) -> None:
+    tokens = batch.target_tokens
+    names = ["ours", "marian", "nn.Transformer"]
+    rows = []
+    for dtype in args.dtypes:
+        for name in names:
+            s = seconds[(name, dtype)]
+            rows.append([name, dtype, f"{s * 1e3:.0f}", f"{tokens / s:,.0f}"])
+    print("\n" + format_table(["model", "dtype", "ms/step", "target tokens/s"], rows, csv=args.csv))
+    ratio_rows = []
+    for dtype in args.dtypes:
+        ours = seconds[("ours", dtype)]
+        ratio_rows.append(
+            [
+                dtype,
+                f"{seconds[('marian', dtype)] / ours:.2f}x",
+                f"{seconds[('nn.Transformer', dtype)] / ours:.2f}x",
+            ]
+        )
+    print("\n" + format_table(["dtype", "ours/Marian", "ours/nn.Transformer"], ratio_rows, csv=args.csv))
+    flops = step_flops(dims, batch)
+    flop_rows = []
+    for dtype in args.dtypes:
+        achieved = flops / seconds[("ours", dtype)] / 1e9
+        flop_rows.append(
+            [
+                dtype,
+                f"{flops / 1e9:.0f}",
+                f"{achieved:.0f}",
+                f"{peaks[dtype]:.0f}",
+                f"{achieved / peaks[dtype]:.0%}",
+            ]
+        )
+    print(
+        "\n"
+        + format_table(
+            ["dtype", "GFLOP/step (ours)", "achieved GFLOP/s", "matmul peak GFLOP/s", "share of peak"],
+            flop_rows,
+            csv=args.csv,
+        )
+    )
+    print(f"\nload average at the end: {load_average()}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    args = parse_args(argv)
+    threads = set_threads(args.threads)
+    dims = Dims(**SIZES[args.size], vocab=VOCAB)
+    batch = synthetic_batch(args.tokens, vocab_size=VOCAB, mean_length=args.mean_length)
+    print(describe_machine(threads))
+    print(
+        f"size {args.size} ({dims}); batch {batch.src.shape[0]} sentences, src {tuple(batch.src.shape)}, "
+        f"tgt {tuple(batch.tgt_in.shape)}, {batch.target_tokens:,} target tokens, "
+        f"{batch.padding_share():.0%} padding; {args.warmup} warm-up + {args.steps} timed steps"
+    )
+    dtype_of = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    peaks = {dtype: matmul_peak(dtype_of[dtype]) for dtype in args.dtypes}
+    print("matmul 2048^3 peak: " + ", ".join(f"{d} {p:.0f} GFLOP/s" for d, p in peaks.items()))
+    seconds = measure(args, dims, batch)
+    report(args, dims, batch, seconds, peaks)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
