@@ -166,7 +166,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise UserError(f"--output {args.output} is one of the inputs; write the average to a new file")
     log.info("averaging %d checkpoints: %s", len(paths), ", ".join(p.name for p in paths))
     save_checkpoint(args.output, average_checkpoints(paths))
-    log.info("wrote %s", args.output)
 
 
 if __name__ == "__main__":
