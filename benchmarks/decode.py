@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Decoding speed: our greedy and beam search against Hugging Face `MarianMTModel.generate()`.
 
-    python benchmarks/decode.py            # batch 64, greedy and beam 5, best of 5 (about a minute on 2 idle cores)
+    python benchmarks/decode.py            # batch 64, greedy and beam 5, best of 5 (~35 s on 2 idle cores)
     python benchmarks/decode.py --quick    # batch 16, best of 2
     python benchmarks/decode.py --profile  # also: where our beam step spends its time
 
