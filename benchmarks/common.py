@@ -227,16 +227,30 @@ class Batch:
 
 
 def synthetic_batch(
-    target_tokens: int, *, vocab_size: int, mean_length: float = 32.0, seed: int = 0
+    target_tokens: int,
+    *,
+    vocab_size: int,
+    mean_length: float = 32.0,
+    seed: int = 0,
+    length_sorted: bool = False,
 ) -> Batch:
     """About `target_tokens` real target tokens in sentences of ~`mean_length` (eos included).
 
+    By default the lengths are drawn independently (a random batch: much padding). With
+    `length_sorted` the batch is what token-budget batching makes: neighbours from the middle of a
+    length-sorted pool 32 times larger, in random order (little padding).
     Source lengths are the target's times a random ratio in [0.8, 1.25], as for related languages.
     tgt_in is BOS + words, tgt_out is words + EOS, so both have the same length per row.
     """
     generator = torch.Generator().manual_seed(seed)
     n = max(1, round(target_tokens / mean_length))
-    tgt_len = sentence_lengths(n, mean_length, generator=generator)
+    if length_sorted:
+        pool = sentence_lengths(32 * n, mean_length, generator=generator).sort().values
+        middle = pool[len(pool) // 2 - n // 2 :][:n]
+        n = max(1, round(target_tokens / middle.float().mean().item()))
+        tgt_len = pool[len(pool) // 2 - n // 2 :][:n][torch.randperm(n, generator=generator)]
+    else:
+        tgt_len = sentence_lengths(n, mean_length, generator=generator)
     ratio = 0.8 + 0.45 * torch.rand(n, generator=generator)
     src_len = (tgt_len * ratio).round().long().clamp(min=2)
     src = right_padded(src_len, vocab_size, generator=generator)

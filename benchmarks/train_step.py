@@ -219,6 +219,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--size", choices=sorted(SIZES), default="small")
     parser.add_argument("--tokens", type=int, default=4096, help="real target tokens per batch")
     parser.add_argument("--mean-length", type=float, default=32.0, help="mean target sentence length")
+    parser.add_argument(
+        "--length-sorted",
+        action="store_true",
+        help="a batch as token-budget batching makes it (similar lengths, little padding)",
+    )
     parser.add_argument("--steps", type=int, default=5, help="timed steps per model and dtype (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: all cores)")
@@ -310,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     threads = set_threads(args.threads)
     dims = Dims(**SIZES[args.size], vocab=VOCAB)
-    batch = synthetic_batch(args.tokens, vocab_size=VOCAB, mean_length=args.mean_length)
+    batch = synthetic_batch(
+        args.tokens, vocab_size=VOCAB, mean_length=args.mean_length, length_sorted=args.length_sorted
+    )
     print(describe_machine(threads))
     print(
         f"size {args.size} ({dims}); batch {batch.src.shape[0]} sentences, src {tuple(batch.src.shape)}, "
