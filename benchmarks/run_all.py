@@ -1,0 +1,80 @@
+#!/usr/bin/env python
+"""Run every benchmark in one go and write their tables, with the machine they ran on, to one Markdown file.
+
+    python benchmarks/run_all.py                    # full runs (about 10-15 minutes on 2 cores)
+    python benchmarks/run_all.py --quick            # smoke runs
+    python benchmarks/run_all.py --out benchmarks/results.md
+
+Each benchmark measures this project and a peer side by side in the same process and prints ratios,
+so the table is meaningful on any machine; the header records which one it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = [
+    ("Training step: ours vs MarianMTModel and torch.nn.Transformer", "train_step.py", []),
+    ("Decoding: ours vs MarianMTModel.generate", "decode.py", []),
+    ("Memory: activation checkpointing; local vs full attention", "memory.py", []),
+]
+
+
+def machine() -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"Python {platform.python_version()}, load average {load:.2f} at start, "
+        f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
+    parser.add_argument("--out", type=Path, default=HERE / "results.md", help="Markdown file to write")
+    args = parser.parse_args(argv)
+    sections = [f"# Benchmark results\n\nMachine: {machine()}\n"]
+    failed = 0
+    for title, script, extra in BENCHMARKS:
+        command = [sys.executable, str(HERE / script), *extra, *(["--quick"] if args.quick else [])]
+        print(f"== {title}: {' '.join(command[1:])}", flush=True)
+        start = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - start
+        print(result.stdout, flush=True)
+        if result.returncode != 0:
+            failed += 1
+            print(result.stderr[-3000:], file=sys.stderr)
+        body = result.stdout.strip() if result.returncode == 0 else f"failed (exit {result.returncode})"
+        sections.append(
+            f"## {title}\n\n`python benchmarks/{script}{' --quick' if args.quick else ''}`"
+            f" ({seconds:.0f} s)\n\n{body}\n"
+        )
+    args.out.write_text("\n".join(sections))
+    print(f"wrote {args.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
