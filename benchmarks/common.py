@@ -281,3 +281,11 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]], *, csv
 
 def mib(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:,.0f}"
+
+
+HEADLINE = "headline: "
+
+
+def print_headline(measurement: str, peer: str, ratio: str, target: str = "") -> None:
+    """One result line that run_all.py collects into its summary table (fields split by ' | ')."""
+    print(f"{HEADLINE}{measurement} | {peer} | {ratio} | {target or '-'}")

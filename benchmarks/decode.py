@@ -32,6 +32,7 @@ from common import (
     describe_machine,
     format_table,
     load_average,
+    print_headline,
     sentence_lengths,
     set_threads,
     time_interleaved,
@@ -190,6 +191,11 @@ def main(argv: list[str] | None = None) -> None:
     print(
         format_table(["search", "decoder", "best s", "sentences/s", "tokens/s", "speed-up", "spread"], rows)
     )
+    for row in rows[::2]:
+        target = ">= 2x" if row[0] == "beam 5" else ""
+        print_headline(
+            f"decoding sentences/s, {row[0]}, batch {args.batch}", "MarianMTModel.generate", row[5], target
+        )
     print(f"load average at the end: {load_average()}")
     if args.profile:
         profile_beam(src, steps)

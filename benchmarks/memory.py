@@ -30,6 +30,7 @@ from common import (
     format_table,
     load_average,
     mib,
+    print_headline,
     rss_peak_during,
     run_worker,
     set_threads,
@@ -174,6 +175,9 @@ def checkpointing_part(args: argparse.Namespace) -> None:
         f"\ncheckpointing: {saved:.0%} less activation memory ({rss_saved:.0%} less by RSS rise), "
         f"{slower:+.0%} time per step (targets: >= 50% less, <= +35%); load {load_average()}"
     )
+    what = "gradient checkpointing, base, training step"
+    print_headline(f"{what}: activation memory", "same model without", f"{saved:.0%} less", ">= 50% less")
+    print_headline(f"{what}: time", "same model without", f"{slower:+.0%}", "<= +35%")
 
 
 # ----------------------------------------------------------------------------- (b) local attention

@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import HEADLINE, format_table  # noqa: E402
+
 BENCHMARKS = [
     ("Training step: ours vs MarianMTModel and torch.nn.Transformer", "train_step.py", []),
     ("Decoding: ours vs MarianMTModel.generate", "decode.py", []),
@@ -54,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="pass --quick to every benchmark")
     parser.add_argument("--out", type=Path, default=HERE / "results.md", help="Markdown file to write")
     args = parser.parse_args(argv)
-    sections = [f"# Benchmark results\n\nMachine: {machine()}\n"]
+    machine_line = machine()  # the load average before the benchmarks add their own
+    sections = []
+    headlines: list[list[str]] = []
     failed = 0
     for title, script, extra in BENCHMARKS:
         command = [sys.executable, str(HERE / script), *extra, *(["--quick"] if args.quick else [])]
@@ -66,12 +71,20 @@ def main(argv: list[str] | None = None) -> int:
         if result.returncode != 0:
             failed += 1
             print(result.stderr[-3000:], file=sys.stderr)
+        headlines += [
+            line.removeprefix(HEADLINE).split(" | ")
+            for line in result.stdout.splitlines()
+            if line.startswith(HEADLINE)
+        ]
         body = result.stdout.strip() if result.returncode == 0 else f"failed (exit {result.returncode})"
         sections.append(
             f"## {title}\n\n`python benchmarks/{script}{' --quick' if args.quick else ''}`"
             f" ({seconds:.0f} s)\n\n{body}\n"
         )
-    args.out.write_text("\n".join(sections))
+    summary = format_table(["measurement", "peer", "ours vs peer", "target"], headlines)
+    header = f"# Benchmark results\n\nMachine: {machine_line}\n\n## Summary\n\n{summary}\n"
+    print(summary)
+    args.out.write_text("\n".join([header, *sections]))
     print(f"wrote {args.out}")
     return 1 if failed else 0
 

@@ -30,6 +30,7 @@ from common import (
     format_table,
     load_average,
     matmul_peak,
+    print_headline,
     set_threads,
     synthetic_batch,
     time_interleaved,
@@ -286,6 +287,10 @@ def report(args: argparse.Namespace, dims: Dims, batch: Batch, seconds: dict, pe
             ]
         )
     print("\n" + format_table(["dtype", "ours/Marian", "ours/nn.Transformer"], ratio_rows, csv=args.csv))
+    what = f"training step tokens/s, {args.size}, {tokens:,} target tokens"
+    for dtype, to_marian, to_torch in ratio_rows:
+        print_headline(f"{what}, {dtype}", "MarianMTModel", to_marian, ">= 1.3x")
+        print_headline(f"{what}, {dtype}", "torch.nn.Transformer", to_torch)
     flops = step_flops(dims, batch)
     flop_rows = []
     for dtype in args.dtypes:

@@ -45,9 +45,10 @@ def label_smoothed_nll(
     V - 1 non-target classes, which differs by O(epsilon / V).
 
     Log-probabilities are computed in at least float32 whatever the logits' dtype (a bf16
-    log-softmax loses too much precision). ``-log p_v = logsumexp(z) - z_v``, so both terms need only the per-row
-    logsumexp, the target logit and the mean logit: no (N, V) log-probability or one-hot tensor is
-    built, and for float32 logits autograd saves nothing larger than the logits themselves.
+    log-softmax loses too much precision). ``-log p_v = logsumexp(z) - z_v``, so both terms need
+    only the per-row logsumexp, the target logit and the mean logit: no (N, V) log-probability or
+    one-hot tensor is built, and for float32 logits autograd saves nothing larger than the logits
+    themselves.
 
     Shapes:
         logits: (B, T, V) or (N, V), any float dtype

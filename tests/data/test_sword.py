@@ -104,7 +104,8 @@ def _fake_apt_get(tmp_path, diatheke: str, exit_code: int = 0) -> Path:
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
     script = bin_dir / "apt-get"
-    script.write_text(f"""#!{sys.executable}
+    script.write_text(
+        f"""#!{sys.executable}
 import shutil, sys
 with open({str(tmp_path / "apt.log")!r}, "a") as log:
     log.write(" ".join(sys.argv[1:]) + "\\n")
@@ -113,7 +114,9 @@ if {exit_code}:
     sys.exit({exit_code})
 if sys.argv[1] == "install":
     shutil.copy({diatheke!r}, {str(tmp_path / "installed" / "diatheke")!r})
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     (tmp_path / "installed").mkdir()
     return bin_dir
