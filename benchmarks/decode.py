@@ -97,22 +97,31 @@ def marian_model() -> torch.nn.Module:
     return MarianMTModel(config).eval()
 
 
-def candidates(src: Tensor, steps: int, beams: int) -> dict[str, Callable[[], object]]:
-    """The two decoders, each running `steps` decoder steps per sentence with `beams` beams."""
+def candidates(
+    src: Tensor, steps: int, beams: int, precision: str = "fp32"
+) -> dict[str, Callable[[], object]]:
+    """The two decoders, each running `steps` decoder steps per sentence with `beams` beams.
+
+    precision "bf16" runs both under the same `torch.autocast(bfloat16)` (what `seq2seq-translate
+    precision=bf16` does); "fp32" runs both in float32.
+    """
     torch.manual_seed(0)
     ours = build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, dropout=0.0, **SIZES).eval()
     marian = marian_model()
     mask = src != PAD
     fixed = dict(min_len=steps - 1, max_len_a=0.0, max_len_b=steps - 1, bos_id=BOS, eos_id=EOS, pad_id=PAD)
 
+    def autocast() -> torch.autocast:
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+
     def run_ours() -> object:
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast():
             if beams == 1:
                 return greedy_search(ours, src, **fixed)
             return beam_search(ours, src, beam_size=beams, **fixed)
 
     def run_marian() -> object:
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast():
             return marian.generate(
                 input_ids=src,
                 attention_mask=mask,
@@ -157,6 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--lengths-from", type=Path, default=BIBLE_TEST, help="source text for lengths")
     parser.add_argument("--quick", action="store_true", help="batch 16, 2 repeats")
+    parser.add_argument(
+        "--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"], help="both sides alike"
+    )
     parser.add_argument("--profile", action="store_true", help="profile our beam-5 run too")
     args = parser.parse_args(argv)
     if args.quick:
@@ -172,29 +184,34 @@ def main(argv: list[str] | None = None) -> None:
         f"{steps} decoder steps per sentence on both sides"
     )
     rows = []
-    for beams in args.beams:
-        check_lengths(src, steps, beams)
-        timings = time_interleaved(candidates(src, steps, beams), warmup=1, repeats=args.repeats)
-        ours, marian = timings["ours"].best, timings["marian"].best
-        for name, seconds in (("ours", ours), ("marian", marian)):
-            rows.append(
-                [
-                    "greedy" if beams == 1 else f"beam {beams}",
-                    name,
-                    f"{seconds:.2f}",
-                    f"{args.batch / seconds:.1f}",
-                    f"{args.batch * steps / seconds:.0f}",
-                    f"{marian / ours:.2f}x" if name == "ours" else "",
-                    f"{timings[name].spread:.0%}",
-                ]
-            )
-    print(
-        format_table(["search", "decoder", "best s", "sentences/s", "tokens/s", "speed-up", "spread"], rows)
-    )
+    for precision in args.precision:
+        for beams in args.beams:
+            check_lengths(src, steps, beams)
+            runs = candidates(src, steps, beams, precision)
+            timings = time_interleaved(runs, warmup=1, repeats=args.repeats)
+            ours, marian = timings["ours"].best, timings["marian"].best
+            for name, seconds in (("ours", ours), ("marian", marian)):
+                rows.append(
+                    [
+                        "greedy" if beams == 1 else f"beam {beams}",
+                        precision,
+                        name,
+                        f"{seconds:.2f}",
+                        f"{args.batch / seconds:.1f}",
+                        f"{args.batch * steps / seconds:.0f}",
+                        f"{marian / ours:.2f}x" if name == "ours" else "",
+                        f"{timings[name].spread:.0%}",
+                    ]
+                )
+    header = ["search", "precision", "decoder", "best s", "sentences/s", "tokens/s", "speed-up", "spread"]
+    print(format_table(header, rows))
     for row in rows[::2]:
         target = ">= 2x" if row[0] == "beam 5" else ""
         print_headline(
-            f"decoding sentences/s, {row[0]}, batch {args.batch}", "MarianMTModel.generate", row[5], target
+            f"decoding sentences/s, {row[0]}, {row[1]}, batch {args.batch}",
+            "MarianMTModel.generate",
+            row[6],
+            target,
         )
     print(f"load average at the end: {load_average()}")
     if args.profile:

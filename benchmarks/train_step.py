@@ -156,7 +156,12 @@ class TorchTransformer(nn.Module):
         return F.linear(hidden, self.embedding.weight)
 
 
-def logits_function(name: str, model: nn.Module) -> Callable[[Batch], Tensor]:
+def logits_function(name: str, model: nn.Module) -> Callable[[Batch], tuple[Tensor, Tensor]]:
+    """Each model's usual training forward: -> (logits, labels) for the loss.
+
+    Marian and nn.Transformer project every position (B, T, V) and the loss ignores the padded
+    labels; ours, as our trainer does (seq2seq.train.objective), projects only the real ones (N, V).
+    """
     if name == "marian":
         return lambda b: (
             model(
@@ -164,12 +169,22 @@ def logits_function(name: str, model: nn.Module) -> Callable[[Batch], Tensor]:
                 attention_mask=(b.src != PAD).long(),
                 decoder_input_ids=b.tgt_in,
                 use_cache=False,
-            ).logits
+            ).logits,
+            b.tgt_out,
         )
-    return lambda b: model(b.src, b.tgt_in)
+    if name == "ours":
+
+        def real_positions_only(b: Batch) -> tuple[Tensor, Tensor]:
+            keep = b.tgt_out != PAD  # (B, T)
+            return model(b.src, b.tgt_in, output_keep=keep), b.tgt_out[keep]  # (N, V), (N,)
+
+        return real_positions_only
+    return lambda b: (model(b.src, b.tgt_in), b.tgt_out)
 
 
-def train_step(model: nn.Module, logits_of: Callable[[Batch], Tensor], batch: Batch, bf16: bool):
+def train_step(
+    model: nn.Module, logits_of: Callable[[Batch], tuple[Tensor, Tensor]], batch: Batch, bf16: bool
+):
     """A closure running one full training step on `batch` (same optimizer settings for every model)."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.01)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
@@ -177,8 +192,8 @@ def train_step(model: nn.Module, logits_of: Callable[[Batch], Tensor], batch: Ba
 
     def step() -> None:
         with autocast:
-            logits = logits_of(batch)  # (B, T, V)
-        loss_sum, _, n_tokens = label_smoothed_nll(logits, batch.tgt_out, epsilon=EPSILON, pad_id=PAD)
+            logits, labels = logits_of(batch)  # (B, T, V) and (B, T), or (N, V) and (N,)
+        loss_sum, _, n_tokens = label_smoothed_nll(logits, labels, epsilon=EPSILON, pad_id=PAD)
         (loss_sum / n_tokens).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -195,11 +210,12 @@ def step_flops(dims: Dims, batch: Batch) -> float:
     Per position, forward FLOPs are 2 x the matmul weights it passes through:
         encoder, per source position:  L_e (4 D^2 + 2 D F)   [qkv 3D^2, out D^2, ffn 2DF]
         decoder, per source position:  L_d 2 D^2             [cross-attention K/V of the memory]
-        decoder, per target position:  L_d (6 D^2 + 2 D F) + D V   [self 4D^2, cross q+out 2D^2, ffn, logits]
+        decoder, per target position:  L_d (6 D^2 + 2 D F)   [self 4D^2, cross q+out 2D^2, ffn]
+        logits, per real target token:  D V                   [ours skips padded positions]
     Attention scores and their weighted sum, forward, full (B, H, Tq, Tk) matrices:
         4 D B (L_e S^2 + L_d T^2 + L_d T S)
     Backward costs twice the forward, so the step is 3 x forward:
-        6 (B S (L_e (4D^2 + 2DF) + 2 L_d D^2) + B T (L_d (6D^2 + 2DF) + D V))
+        6 (B S (L_e (4D^2 + 2DF) + 2 L_d D^2) + B T L_d (6D^2 + 2DF) + N D V),  N real target tokens
           + 12 D B (L_e S^2 + L_d T^2 + L_d T S)
     Embedding lookups, norms, softmax, the loss and the optimizer are not counted.
     """
@@ -207,9 +223,10 @@ def step_flops(dims: Dims, batch: Batch) -> float:
     b, s = batch.src.shape
     t = batch.tgt_in.shape[1]
     source_weights = le * (4 * d * d + 2 * d * f) + ld * 2 * d * d
-    target_weights = ld * (6 * d * d + 2 * d * f) + d * v
+    target_weights = ld * (6 * d * d + 2 * d * f)
+    logits = batch.target_tokens * d * v
     attention = 4 * d * b * (le * s * s + ld * t * t + ld * t * s)
-    return 6 * (b * s * source_weights + b * t * target_weights) + 3 * attention
+    return 6 * (b * s * source_weights + b * t * target_weights + logits) + 3 * attention
 
 
 # ----------------------------------------------------------------------------- main

@@ -237,8 +237,8 @@ def _advance(
     rows = base + candidates.beams.gather(1, picks)  # (B, K) rows of the current N
     tokens, logprobs = candidates.tokens.gather(1, picks), candidates.logprobs.gather(1, picks)  # (B, K)
     scores = candidates.scores.gather(1, picks)  # (B, K)
-    shrink = any(done)
-    if shrink:
+    alive: Tensor | bool = False  # the sentences kept; False: all of them
+    if any(done):
         alive = torch.tensor([i for i, d in enumerate(done) if not d], dtype=torch.long, device=picks.device)
         rows, tokens, logprobs, scores = rows[alive], tokens[alive], logprobs[alive], scores[alive]
         beams.sentences = [s for s, d in zip(beams.sentences, done) if not d]
@@ -248,7 +248,7 @@ def _advance(
     beams.scores = scores
     beams.rules = beams.rules.select(index)
     if index.numel():
-        state.reorder(index, memory=shrink)
+        state.reorder(index, memory=alive)  # each kept sentence's K beams stay together
 
 
 __all__ = ["beam_search"]

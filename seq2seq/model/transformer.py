@@ -198,9 +198,18 @@ class Seq2Seq(nn.Module):
         self.pad_id = pad_id
         self.config = dict(config or {})
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits. Shapes: src (B, S), tgt_in (B, T) -> (B, T, V)."""
-        return self.output(self.decoder(tgt_in, self.encode(src)))
+    def forward(self, src: Tensor, tgt_in: Tensor, *, output_keep: Tensor | None = None) -> Tensor:
+        """Teacher-forced logits.
+
+        `output_keep` (B, T) selects the positions to project to the vocabulary (the loss needs only
+        real target tokens: padded positions would cost D x V multiply-adds each, plus their share of
+        the loss). Shapes: src (B, S), tgt_in (B, T) -> (B, T, V); with output_keep -> (N, V), the
+        kept positions in row-major order, N = output_keep.sum().
+        """
+        hidden = self.decoder(tgt_in, self.encode(src))  # (B, T, D)
+        if output_keep is not None:
+            hidden = hidden[output_keep]  # (N, D)
+        return self.output(hidden)
 
     def encode(self, src: Tensor) -> EncoderOutput:
         """Shapes: src (B, S) -> EncoderOutput(states (B, S, D), keep (B, S))."""
@@ -208,18 +217,17 @@ class Seq2Seq(nn.Module):
         return EncoderOutput(states=self.encoder(src, keep), keep=keep)
 
     def init_state(self, memory: EncoderOutput, beam_size: int = 1) -> DecoderState:
-        """Cross-attention K/V computed once, then repeated for `beam_size` hypotheses per sentence.
+        """Cross-attention K/V computed once and shared by the `beam_size` hypotheses of each sentence.
 
         Row b * beam_size + k of the state is hypothesis k of sentence b.
         """
         cross_kv, keep, positions = self.decoder.project_memory(memory)
-        if beam_size > 1:
-            cross_kv = [
-                (k.repeat_interleave(beam_size, 0), v.repeat_interleave(beam_size, 0)) for k, v in cross_kv
-            ]
-            keep = keep.repeat_interleave(beam_size, 0)
+        # Contiguous once here, or every step's attention matmul would copy the strided K/V views.
+        cross_kv = [(k.contiguous(), v.contiguous()) for k, v in cross_kv]  # each (B, H, S', Dh)
         caches = [KVCache() for _ in self.decoder.layers]
-        return DecoderState(caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=positions)
+        return DecoderState(
+            caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=positions, group=beam_size
+        )
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         """Logits for the token after `prev_tokens`. Shapes: prev_tokens (N, t) -> (N, V)."""

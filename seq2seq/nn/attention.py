@@ -132,6 +132,20 @@ class SelfAttention(nn.Module):
         )
 
 
+def _group_queries(q: Tensor, group: int) -> Tensor:
+    """Stack each G consecutive rows' queries into one row. Shapes: (M * G, H, T, Dh) -> (M, H, G * T, Dh)."""
+    rows, heads, length, head_dim = q.shape
+    q = q.view(rows // group, group, heads, length, head_dim).transpose(1, 2)  # (M, H, G, T, Dh)
+    return q.reshape(rows // group, heads, group * length, head_dim)
+
+
+def _ungroup_queries(out: Tensor, group: int, length: int) -> Tensor:
+    """Undo `_group_queries` and merge heads. Shapes: (M, H, G * T, Dh) -> (M * G, T, H * Dh)."""
+    rows, heads, _, head_dim = out.shape
+    out = out.view(rows, heads, group, length, head_dim).permute(0, 2, 3, 1, 4)  # (M, G, T, H, Dh)
+    return out.reshape(rows * group, length, heads * head_dim)
+
+
 class CrossAttention(nn.Module):
     """Decoder-to-encoder attention; the memory's fused K/V projection is computed once per sentence."""
 
@@ -152,18 +166,31 @@ class CrossAttention(nn.Module):
         return k, v
 
     def forward(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], context: AttentionContext) -> Tensor:
-        """Shapes: x (B, T, D), memory_kv 2 x (B, H, S, Dh) -> (B, T, D)."""
-        q = split_heads(self.q(x), self.n_heads)  # (B, H, T, Dh)
+        """Shapes: x (B, T, D), memory_kv 2 x (M, H, S, Dh) -> (B, T, D).
+
+        M = B, or B = M * G with the G consecutive rows of x sharing one memory row (the beams of one
+        sentence). Those G rows attend as one row of G * T queries, so each memory is read once per
+        step rather than G times; context.keep is then (M, S) and the bias (H, T, S).
+        """
+        batch, length, _ = x.shape
         k, v = memory_kv
+        group = batch // k.shape[0]
+        q = split_heads(self.q(x), self.n_heads)  # (B, H, T, Dh)
+        bias = context.dense_bias()
+        if group > 1:
+            q = _group_queries(q, group)  # (M, H, G * T, Dh)
+            bias = None if bias is None else bias.repeat(1, group, 1)  # (H, G * T, S)
         out = attend(
             q,
             k,
             v,
             keep=context.keep,
-            bias=context.dense_bias(),
+            bias=bias,
             dropout_p=self.dropout if self.training else 0.0,
             backend=self.backend,
         )
+        if group > 1:
+            return self.out(_ungroup_queries(out, group, length))
         return self.out(merge_heads(out))
 
     def probabilities(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], context: AttentionContext) -> Tensor:

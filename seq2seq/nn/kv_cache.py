@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 
@@ -11,12 +12,15 @@ class KVCache:
     """One layer's self-attention keys and values, grown a few steps at a time.
 
     Storage doubles when full, so appending T steps copies O(T) elements in total rather than
-    the O(T^2) of concatenating every step.
+    the O(T^2) of concatenating every step. `reorder` gathers into a second buffer of the same
+    capacity (kept for the next reorder), so beam search moves each cached step once per step and
+    never reallocates.
     """
 
     def __init__(self) -> None:
         self._k: Tensor | None = None  # (B, H, capacity, Dh)
         self._v: Tensor | None = None
+        self._spare: tuple[Tensor, Tensor] | None = None  # reorder target, same shape as _k, _v
         self.length = 0
 
     def append(self, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
@@ -40,49 +44,78 @@ class KVCache:
         if self._k is not None:
             k[:, :, : self.length] = self._k[:, :, : self.length]
             v[:, :, : self.length] = self._v[:, :, : self.length]
-        self._k, self._v = k, v
+        self._k, self._v, self._spare = k, v, None
 
     def reorder(self, index: Tensor) -> None:
         """Keep rows `index` (beam search: the surviving hypotheses). Shapes: index (B',)."""
-        if self._k is not None:
-            self._k = self._k[:, :, : self.length].index_select(0, index)
-            self._v = self._v[:, :, : self.length].index_select(0, index)
+        if self._k is None:
+            return
+        shape = (index.shape[0], *self._k.shape[1:])  # (B', H, capacity, Dh)
+        if self._spare is None or self._spare[0].shape != shape:
+            self._spare = (self._k.new_empty(shape), self._v.new_empty(shape))
+        k, v = self._spare
+        filled = slice(0, self.length)
+        torch.index_select(self._k[:, :, filled], 0, index, out=k[:, :, filled])
+        torch.index_select(self._v[:, :, filled], 0, index, out=v[:, :, filled])
+        self._spare = (self._k, self._v) if self._k.shape == shape else None
+        self._k, self._v = k, v
 
 
 @dataclass
 class DecoderState:
     """What `Seq2Seq.decode_step` needs between steps.
 
-    caches:      one KVCache per decoder layer.
-    cross_kv:    per layer, the memory's keys and values, each (N, H, S', Dh); computed once.
-    memory_keep: (N, S') True = real (pooled) source position.
+    caches:      one KVCache per decoder layer, N rows (hypotheses).
+    cross_kv:    per layer, the memory's keys and values, each (M, H, S', Dh); computed once.
+    memory_keep: (M, S') True = real (pooled) source position.
     memory_positions: (S',) positions of the (pooled) memory, for ALiBi in cross-attention.
+    group:       hypotheses per memory row, N = M * group: row n reads memory row n // group (beam
+                 search keeps one copy of each sentence's memory for all its beams).
     steps:       target tokens consumed so far (the next token's position).
-    N is batch * beam.
     """
 
     caches: list[KVCache]
     cross_kv: list[tuple[Tensor, Tensor]]
     memory_keep: Tensor
     memory_positions: Tensor
+    group: int = 1
     steps: int = 0
 
     @property
     def batch_size(self) -> int:
-        return self.memory_keep.shape[0]
+        """N, the number of hypotheses."""
+        return self.memory_keep.shape[0] * self.group
 
-    def reorder(self, index: Tensor, *, memory: bool = True) -> DecoderState:
-        """Select/reorder hypotheses in place (and return self).
+    def reorder(self, index: Tensor, *, memory: bool | Tensor = True) -> DecoderState:
+        """Keep hypotheses `index` (N',), in that order, in place; returns self.
 
-        `memory=False` skips the cross-attention K/V, which is correct and cheaper when `index`
-        only permutes beams within each sentence (their memories are identical).
+        memory=True:   any index; the memory follows its rows (grouped memory is first expanded).
+        memory=False:  `index` only permutes hypotheses within their groups (beams within their
+                       sentence): the memory stays as it is.
+        memory=Tensor: (M',) the memory rows to keep, when `index` keeps whole groups in that order
+                       (beam search dropping finished sentences): index[g * group + j] // group
+                       must equal memory[g].
         """
         for cache in self.caches:
             cache.reorder(index)
-        if memory:
-            self.cross_kv = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.cross_kv]
-            self.memory_keep = self.memory_keep.index_select(0, index)
+        if memory is False:
+            return self
+        if memory is True:
+            if self.group > 1:  # one memory row per hypothesis again
+                every_row = torch.arange(self.memory_keep.shape[0], device=index.device)
+                self._select_memory(every_row, repeat=self.group)
+                self.group = 1
+            self._select_memory(index)
+        else:
+            self._select_memory(memory)
         return self
+
+    def _select_memory(self, rows: Tensor, *, repeat: int = 1) -> None:
+        """Memory rows `rows`, each `repeat` times. Shapes: rows (M',) -> memory (M' * repeat, ...)."""
+        if repeat > 1:
+            rows = rows.repeat_interleave(repeat)
+        self.cross_kv = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv]
+        self.memory_keep = self.memory_keep.index_select(0, rows)
 
 
 __all__ = ["DecoderState", "KVCache"]

@@ -23,6 +23,7 @@ from torch import nn
 from seq2seq.errors import UserError
 from seq2seq.train import distributed
 from seq2seq.train.checkpoint import FORMAT_VERSION, load_checkpoint, rotate_checkpoints, save_checkpoint
+from seq2seq.train.objective import batch_loss
 from seq2seq.train.optim import clip_gradients
 from seq2seq.train.rng import rng_state, set_rng_state
 
@@ -174,8 +175,7 @@ class Trainer:
                 nullcontext() if sync or not hasattr(model, "no_sync") else model.no_sync(),
                 self._autocast(),
             ):
-                logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-                out = self.loss_fn(logits, batch.tgt_out)
+                out = batch_loss(model, batch, self.loss_fn, pad_id=self._unwrapped().pad_id)
             (out.loss_sum * scale).backward()
             loss_sum += float(out.loss_sum.detach())
             nll_sum += float(out.nll_sum)

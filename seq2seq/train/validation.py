@@ -16,6 +16,7 @@ from torch import nn
 
 from seq2seq.decode.attention_plot import attention_figure
 from seq2seq.decode.translator import SearchOptions, best_tokens, pad_batch, search_ids
+from seq2seq.train.objective import batch_loss
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class Validator:
         for indices in self.dev_batches:
             batch = self.make_batch(indices).to(self.device)
             with self._autocast():
-                out = self.loss_fn(model(batch.src, batch.tgt_in), batch.tgt_out)
+                out = batch_loss(model, batch, self.loss_fn, pad_id=model.pad_id)
             loss, nll, tokens = (
                 loss + float(out.loss_sum),
                 nll + float(out.nll_sum),

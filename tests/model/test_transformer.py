@@ -109,6 +109,33 @@ def test_beam_rows_repeat_their_sentence_and_survive_beam_reordering() -> None:
         torch.testing.assert_close(step_logits, full[:, t].repeat_interleave(beam, 0), **TOL)
 
 
+@pytest.mark.parametrize("how", ["drop_sentence", "any_rows"])
+@torch.no_grad()
+def test_beam_state_keeps_one_memory_per_sentence_through_reorders(how: str) -> None:
+    """Beams share their sentence's memory row; dropping whole sentences or picking arbitrary rows
+    keeps every hypothesis reading its own sentence's memory."""
+    model = small_model(positional="alibi", alibi_cross_attention=True, cross_downsample=2)
+    src, tgt_in = batch(seed=5)
+    beam = 2
+    full = model(src, tgt_in)  # (3, T, V)
+    state = model.init_state(model.encode(src), beam_size=beam)
+    assert state.memory_keep.shape[0] == 3 and state.batch_size == 3 * beam  # one memory per sentence
+    expanded = tgt_in.repeat_interleave(beam, 0)
+    for t in range(3):
+        model.decode_step(expanded[:, t : t + 1], state)
+    if how == "drop_sentence":  # sentence 1 finished: rows 2, 3 go, memory row 1 goes
+        sentences = torch.tensor([0, 0, 2, 2])
+        state.reorder(torch.tensor([1, 0, 4, 5]), memory=torch.tensor([0, 2]))
+        assert state.memory_keep.shape[0] == 2 and state.group == beam
+    else:  # any rows, across sentences: the memory is expanded to one row per hypothesis
+        sentences = torch.tensor([2, 0, 1])
+        state.reorder(torch.tensor([5, 0, 3]))
+        assert state.memory_keep.shape[0] == 3 and state.group == 1
+    for t in range(3, tgt_in.shape[1]):
+        step_logits, state = model.decode_step(tgt_in[sentences, t : t + 1], state)
+        torch.testing.assert_close(step_logits, full[sentences, t], **TOL)
+
+
 @pytest.mark.parametrize("positional", POSITIONAL)
 @pytest.mark.parametrize("window", [None, 2])
 @pytest.mark.parametrize("cross_downsample", [1, 2])

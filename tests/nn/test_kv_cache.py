@@ -52,6 +52,26 @@ def test_reorder_selects_rows_and_appending_continues() -> None:
     KVCache().reorder(index)  # an empty cache has nothing to reorder
 
 
+def test_beam_search_reorders_alternate_between_two_buffers() -> None:
+    """Reorder every step (as beam search does): rows stay right, and storage is two buffers that
+    take turns, never a fresh allocation per step."""
+    k_all, v_all = steps(4, 12)
+    cache = KVCache()
+    expected_k = torch.empty(4, 2, 0, 4)
+    buffers = set()
+    gen = torch.Generator().manual_seed(1)
+    for t in range(12):
+        k, _ = cache.append(k_all[:, :, t : t + 1], v_all[:, :, t : t + 1])
+        expected_k = torch.cat([expected_k, k_all[:, :, t : t + 1]], dim=2)
+        assert torch.equal(k, expected_k)
+        index = torch.randint(0, 4, (4,), generator=gen)
+        cache.reorder(index)
+        expected_k = expected_k[index]
+        if t >= 8:  # past the growth from capacity 8 to 16
+            buffers.add(cache._k.data_ptr())
+    assert len(buffers) == 2
+
+
 @pytest.mark.parametrize("memory", [True, False])
 def test_decoder_state_reorder(memory: bool) -> None:
     k_all, v_all = steps(3, 5)
