@@ -25,7 +25,12 @@ sys.path.insert(0, str(HERE))
 from common import HEADLINE, format_table  # noqa: E402
 
 BENCHMARKS = [
-    ("Training step: ours vs MarianMTModel and torch.nn.Transformer", "train_step.py", []),
+    ("Training step (random-length batch): ours vs MarianMTModel, torch.nn.Transformer", "train_step.py", []),
+    (
+        "Training step (length-sorted batch): ours vs MarianMTModel, torch.nn.Transformer",
+        "train_step.py",
+        ["--length-sorted"],
+    ),
     ("Decoding: ours vs MarianMTModel.generate", "decode.py", []),
     ("Memory: activation checkpointing; local vs full attention", "memory.py", []),
 ]

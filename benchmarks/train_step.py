@@ -304,7 +304,11 @@ def report(args: argparse.Namespace, dims: Dims, batch: Batch, seconds: dict, pe
             ]
         )
     print("\n" + format_table(["dtype", "ours/Marian", "ours/nn.Transformer"], ratio_rows, csv=args.csv))
-    what = f"training step tokens/s, {args.size}, {tokens:,} target tokens"
+    shape = "length-sorted" if args.length_sorted else "random lengths"
+    what = (
+        f"training step tokens/s, {args.size}, {tokens:,} target tokens, "
+        f"{shape} ({batch.padding_share():.0%} padding)"
+    )
     for dtype, to_marian, to_torch in ratio_rows:
         print_headline(f"{what}, {dtype}", "MarianMTModel", to_marian, ">= 1.3x")
         print_headline(f"{what}, {dtype}", "torch.nn.Transformer", to_torch)
