@@ -15,6 +15,7 @@ from torch import nn
 
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.sampling import sampling_search
 
 
 @dataclass
@@ -28,6 +29,11 @@ class SearchOptions:
     max_len_b: int = 10
     min_len: int = 0
     no_repeat_ngram_size: int = 0
+    sampling: bool = False  # sample instead of searching: nbest samples per sentence
+    temperature: float = 1.0
+    top_k: int = 0  # 0 = no top-k filter
+    top_p: float = 1.0  # 1 = no nucleus filter
+    seed: int = 0  # with sampling: the same seed and input give the same output
 
 
 def length_sorted_batches(
@@ -77,12 +83,15 @@ def search_ids(
     results: list[list[Any]] = [[] for _ in sources]
     lengths = [len(s) for s in sources]
     todo = [i for i, n in enumerate(lengths) if n > 0]
+    generator = torch.Generator(device=device).manual_seed(options.seed) if options.sampling else None
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     for batch in length_sorted_batches([lengths[i] for i in todo], max_tokens):
         indices = [todo[i] for i in batch]
         src = pad_batch([sources[i] for i in indices], pad_id).to(device)  # (B, S)
         with autocast:
-            hypotheses = _search(model, src, options, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
+            hypotheses = _search(
+                model, src, options, generator=generator, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id
+            )
         for index, nbest in zip(indices, hypotheses):
             results[index] = nbest
         if on_batch is not None:
@@ -90,7 +99,14 @@ def search_ids(
     return results
 
 
-def _search(model: nn.Module, src: torch.Tensor, options: SearchOptions, **ids: int) -> list[list[Any]]:
+def _search(
+    model: nn.Module,
+    src: torch.Tensor,
+    options: SearchOptions,
+    *,
+    generator: torch.Generator | None,
+    **ids: int,
+) -> list[list[Any]]:
     common = dict(
         max_len_a=options.max_len_a,
         max_len_b=options.max_len_b,
@@ -98,6 +114,18 @@ def _search(model: nn.Module, src: torch.Tensor, options: SearchOptions, **ids: 
         no_repeat_ngram_size=options.no_repeat_ngram_size,
         **ids,
     )
+    if options.sampling:
+        samples = sampling_search(
+            model,
+            src,
+            generator=generator,
+            temperature=options.temperature,
+            top_k=options.top_k,
+            top_p=options.top_p,
+            num_samples=options.nbest,
+            **common,
+        )
+        return [sorted(row, key=lambda h: h.score, reverse=True) for row in samples]
     if options.beam_size == 1 and options.nbest == 1:
         return [[hypothesis] for hypothesis in greedy_search(model, src, **common)]
     return beam_search(

@@ -95,6 +95,22 @@ def test_nbest_scores_alignment_and_pictures(finished_run: Path, tmp_path: Path)
     assert sorted(p.name for p in pictures.glob("*.png")) == ["000001.png", "000002.png"]
 
 
+def test_sampling_is_reproducible_and_seeded(finished_run: Path, tmp_path: Path) -> None:
+    lines = ["the man sees the dog", "", "a woman finds the house"] * 3
+    outputs = {}
+    for name, seed in (("first", 1), ("again", 1), ("other", 2)):
+        work = tmp_path / name
+        work.mkdir()
+        result, output = translate(
+            finished_run, work, lines, None, "decode=sample", "decode.temperature=3.0", f"decode.seed={seed}"
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        outputs[name] = output.read_text(encoding="utf-8").split("\n")
+        assert len(outputs[name]) - 1 == len(lines) and outputs[name][1] == ""
+    assert outputs["first"] == outputs["again"]  # same seed, same samples
+    assert outputs["first"] != outputs["other"]  # at temperature 3 another seed samples differently
+
+
 def test_stdin_to_stdout(finished_run: Path, tmp_path: Path) -> None:
     result = run_module(
         "seq2seq.cli.translate",
