@@ -1,6 +1,6 @@
 """seq2seq-translate: a checkpoint plus text in, translations out, one output line per input line.
 
-seq2seq-translate checkpoint=runs/bible_en_es.en-es/best.pt input=test.en output=test.hyp
+seq2seq-translate checkpoint=runs/bible.en-es/best.pt input=test.en output=test.hyp
 echo "In the beginning God created the heavens." | seq2seq-translate checkpoint=... decode=greedy
 """
 

@@ -1,0 +1,23 @@
+"""Each Hydra app's --help says how to call it and, for translate, its input policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import run_module
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("seq2seq.cli.translate", ["one output line per input line", "long_lines=truncate", "decode=sample"]),
+        ("seq2seq.cli.train", ["model/positional: alibi, learned, rope, sinusoidal", "trainer.resume=PATH"]),
+        ("seq2seq.cli.prepare", ["apt-get", "data=parallel_files"]),
+    ],
+)
+def test_help_explains_usage_and_policies(module: str, expected: list[str], tmp_path: Path) -> None:
+    result = run_module(module, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for text in expected:
+        assert text in result.stdout, f"{text!r} missing from {module} --help"
