@@ -14,19 +14,14 @@ from seq2seq.train.objective import batch_loss
 PAD, VOCAB = 0, 19
 
 
+def small_model(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    sizes = dict(d_model=16, n_heads=2, ffn_dim=32, encoder_layers=2, decoder_layers=2)
+    return build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, dropout=0.0, **sizes)
+
+
 def test_output_keep_returns_the_kept_rows_of_the_full_logits() -> None:
-    torch.manual_seed(0)
-    model = build_model(
-        src_vocab_size=VOCAB,
-        tgt_vocab_size=VOCAB,
-        pad_id=PAD,
-        d_model=16,
-        n_heads=2,
-        ffn_dim=32,
-        encoder_layers=1,
-        decoder_layers=2,
-        dropout=0.0,
-    ).eval()
+    model = small_model(seed=0).eval()
     src = torch.tensor([[5, 6, 7, 3], [8, 3, PAD, PAD]])
     tgt_in = torch.tensor([[2, 9, 10], [2, 11, PAD]])
     keep = torch.tensor([[True, True, True], [True, True, False]])
@@ -37,18 +32,7 @@ def test_output_keep_returns_the_kept_rows_of_the_full_logits() -> None:
 
 
 def test_batch_loss_equals_the_loss_of_the_full_logits_with_the_same_gradients() -> None:
-    torch.manual_seed(1)
-    model = build_model(
-        src_vocab_size=VOCAB,
-        tgt_vocab_size=VOCAB,
-        pad_id=PAD,
-        d_model=16,
-        n_heads=2,
-        ffn_dim=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        dropout=0.0,
-    )
+    model = small_model(seed=1)
     src = torch.tensor([[5, 6, 7, 3], [8, 3, PAD, PAD], [4, 4, 3, PAD]])
     tgt_out = torch.tensor([[9, 10, 3, PAD], [11, 3, PAD, PAD], [12, 13, 14, 3]])
     tgt_in = torch.cat([torch.full((3, 1), 2), tgt_out[:, :-1]], dim=1).masked_fill(tgt_out == PAD, PAD)
