@@ -37,7 +37,9 @@ def sampling_search(
     Shapes: src (B, S) -> B lists of `num_samples` hypotheses.
     """
     if temperature <= 0:
-        raise UserError(f"temperature={temperature} must be positive; use greedy_search for temperature 0")
+        raise UserError(
+            f"temperature={temperature} must be positive; for temperature 0 use greedy search (decode=greedy)"
+        )
     if top_k < 0 or not 0.0 < top_p <= 1.0 or num_samples < 1:
         raise UserError(
             f"top_k={top_k}, top_p={top_p}, num_samples={num_samples}: "
