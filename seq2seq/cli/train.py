@@ -183,13 +183,7 @@ def build_validator(
     cfg: DictConfig, data: Any, loss_fn: Any, device: torch.device, precision: str
 ) -> Validator:
     trainer_cfg = cfg.trainer
-    search = SearchOptions(
-        **{
-            k: v
-            for k, v in OmegaConf.to_container(cfg.decode).items()
-            if k in SearchOptions.__dataclass_fields__
-        }
-    )
+    search = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
     return Validator(
         dev=data.corpus.dev,
         dev_batches=data.dev_batches,

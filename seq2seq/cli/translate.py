@@ -136,20 +136,16 @@ def translate(cfg: DictConfig) -> None:
         raise UserError(
             f"long_lines={cfg.long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
         )
+    decode = OmegaConf.to_container(cfg.decode)
+    options = SearchOptions.from_config(decode)
     device = pick_device(str(cfg.device))
     loaded = load_for_inference(Path(hydra.utils.to_absolute_path(cfg.checkpoint)), device)
     input_path = cfg.input if cfg.input == "-" else hydra.utils.to_absolute_path(cfg.input)
     lines = [clean_line(line) for line in read_lines(input_path, encoding_errors=cfg.encoding_errors)]
     limit = int(cfg.max_input_tokens or loaded.model.config.get("max_positions", 1024) - 1)
     sources, owners = encode_sources(lines, loaded, limit=limit, policy=cfg.long_lines)
-    decode = OmegaConf.to_container(cfg.decode)
-    options = SearchOptions(**{k: v for k, v in decode.items() if k in SearchOptions.__dataclass_fields__})
     log.info(
-        "translating %d lines (%d pieces) with beam %d on %s",
-        len(lines),
-        len(sources),
-        options.beam_size,
-        device,
+        "translating %d lines (%d pieces) with %s on %s", len(lines), len(sources), options.describe(), device
     )
     start = time.perf_counter()
     results = _search_with_progress(cfg, loaded, sources, options, device)

@@ -5,7 +5,7 @@ Shared by validation during training and by `seq2seq-translate`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +16,7 @@ from torch import nn
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.sampling import sampling_search
+from seq2seq.errors import UserError
 
 
 @dataclass
@@ -34,6 +35,31 @@ class SearchOptions:
     top_k: int = 0  # 0 = no top-k filter
     top_p: float = 1.0  # 1 = no nucleus filter
     seed: int = 0  # with sampling: the same seed and input give the same output
+
+    @classmethod
+    def from_config(cls, decode: Mapping[str, Any]) -> SearchOptions:
+        """The options of a `decode` config group; a value of the wrong type is a one-line UserError.
+
+        Keys that are not search options are ignored (config groups may carry comments-as-keys).
+        """
+        values = {}
+        for name, field in cls.__dataclass_fields__.items():
+            if name not in decode:
+                continue
+            value, kind = decode[name], {"int": int, "float": float, "bool": bool}[field.type]
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                example = f"decode.{name}={field.default}"
+                raise UserError(f"decode.{name}={value!r} must be {field.type}; e.g. {example}")
+            values[name] = value
+        return cls(**values)
+
+    def describe(self) -> str:
+        """A few words for logs: "beam 5", "greedy", "sampling (temperature 1.0, top-k 0, top-p 0.9)"."""
+        if self.sampling:
+            return f"sampling (temperature {self.temperature}, top-k {self.top_k}, top-p {self.top_p})"
+        return "greedy search" if self.beam_size == 1 and self.nbest == 1 else f"beam {self.beam_size}"
 
 
 def length_sorted_batches(

@@ -89,7 +89,7 @@ class DecoderState:
     def reorder(self, index: Tensor, *, memory: bool | Tensor = True) -> DecoderState:
         """Keep hypotheses `index` (N',), in that order, in place; returns self.
 
-        memory=True:   any index; the memory follows its rows (grouped memory is first expanded).
+        memory=True:   any index; each kept hypothesis gets its own copy of its memory row (group 1).
         memory=False:  `index` only permutes hypotheses within their groups (beams within their
                        sentence): the memory stays as it is.
         memory=Tensor: (M',) the memory rows to keep, when `index` keeps whole groups in that order
@@ -100,22 +100,11 @@ class DecoderState:
             cache.reorder(index)
         if memory is False:
             return self
-        if memory is True:
-            if self.group > 1:  # one memory row per hypothesis again
-                every_row = torch.arange(self.memory_keep.shape[0], device=index.device)
-                self._select_memory(every_row, repeat=self.group)
-                self.group = 1
-            self._select_memory(index)
-        else:
-            self._select_memory(memory)
+        if memory is True:  # hypothesis n reads memory row n // group: one memory row per kept hypothesis
+            memory, self.group = index // self.group, 1
+        self.cross_kv = [(k.index_select(0, memory), v.index_select(0, memory)) for k, v in self.cross_kv]
+        self.memory_keep = self.memory_keep.index_select(0, memory)
         return self
-
-    def _select_memory(self, rows: Tensor, *, repeat: int = 1) -> None:
-        """Memory rows `rows`, each `repeat` times. Shapes: rows (M',) -> memory (M' * repeat, ...)."""
-        if repeat > 1:
-            rows = rows.repeat_interleave(repeat)
-        self.cross_kv = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross_kv]
-        self.memory_keep = self.memory_keep.index_select(0, rows)
 
 
 __all__ = ["DecoderState", "KVCache"]

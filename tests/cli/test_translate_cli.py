@@ -111,6 +111,13 @@ def test_sampling_is_reproducible_and_seeded(finished_run: Path, tmp_path: Path)
     assert outputs["first"] != outputs["other"]  # at temperature 3 another seed samples differently
 
 
+def test_wrong_decode_value_is_one_error_line(finished_run: Path, tmp_path: Path) -> None:
+    result, output = translate(finished_run, tmp_path, ["the man"], None, "decode=sample", "decode.seed=abc")
+    assert result.returncode == 2 and "Traceback" not in result.stderr and not output.exists()
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line == "error: decode.seed='abc' must be int; e.g. decode.seed=0"
+
+
 def test_stdin_to_stdout(finished_run: Path, tmp_path: Path) -> None:
     result = run_module(
         "seq2seq.cli.translate",

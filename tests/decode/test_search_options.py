@@ -1,0 +1,44 @@
+"""SearchOptions from a `decode` config group: every shipped group loads, bad values are one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from seq2seq.decode.translator import SearchOptions
+from seq2seq.errors import UserError
+
+DECODE_CONFIGS = sorted((Path(__file__).parents[2] / "configs" / "decode").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", DECODE_CONFIGS, ids=lambda p: p.stem)
+def test_every_decode_group_gives_its_options(path: Path) -> None:
+    config = OmegaConf.to_container(OmegaConf.load(path))
+    options = SearchOptions.from_config(config)
+    for name, value in config.items():
+        assert getattr(options, name) == value
+
+
+def test_describe_names_the_search() -> None:
+    assert SearchOptions.from_config({"beam_size": 1}).describe() == "greedy search"
+    assert SearchOptions.from_config({"beam_size": 5}).describe() == "beam 5"
+    sampled = SearchOptions.from_config({"sampling": True, "top_p": 0.9})
+    assert sampled.describe() == "sampling (temperature 1.0, top-k 0, top-p 0.9)"
+
+
+def test_integers_are_accepted_for_floats_and_unknown_keys_are_ignored() -> None:
+    options = SearchOptions.from_config({"temperature": 2, "length_penalty": 0, "comment": "x"})
+    assert options.temperature == 2.0 and isinstance(options.temperature, float)
+    assert options.length_penalty == 0.0
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("seed", "abc"), ("beam_size", "abc"), ("beam_size", 2.5), ("sampling", "yes"), ("top_p", "x")],
+)
+def test_wrong_types_are_one_line_errors_naming_the_key(key: str, value: object) -> None:
+    with pytest.raises(UserError, match=rf"^decode\.{key}=.* must be ") as error:
+        SearchOptions.from_config({key: value})
+    assert "\n" not in str(error.value)
