@@ -198,18 +198,22 @@ class Seq2Seq(nn.Module):
         self.pad_id = pad_id
         self.config = dict(config or {})
 
-    def forward(self, src: Tensor, tgt_in: Tensor, *, output_keep: Tensor | None = None) -> Tensor:
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, *, output_keep: Tensor | None = None, project: bool = True
+    ) -> Tensor:
         """Teacher-forced logits.
 
         `output_keep` (B, T) selects the positions to project to the vocabulary (the loss needs only
         real target tokens: padded positions would cost D x V multiply-adds each, plus their share of
-        the loss). Shapes: src (B, S), tgt_in (B, T) -> (B, T, V); with output_keep -> (N, V), the
-        kept positions in row-major order, N = output_keep.sum().
+        the loss). `project=False` returns the decoder's output states instead of logits, for a loss
+        that applies `self.output.weight` itself (seq2seq.train.loss.projected_label_smoothed_nll).
+        Shapes: src (B, S), tgt_in (B, T) -> (B, T, V); with output_keep -> (N, V), the kept positions
+        in row-major order, N = output_keep.sum(); with project=False, D instead of V.
         """
         hidden = self.decoder(tgt_in, self.encode(src))  # (B, T, D)
         if output_keep is not None:
             hidden = hidden[output_keep]  # (N, D)
-        return self.output(hidden)
+        return self.output(hidden) if project else hidden
 
     def encode(self, src: Tensor) -> EncoderOutput:
         """Shapes: src (B, S) -> EncoderOutput(states (B, S, D), keep (B, S))."""

@@ -59,9 +59,8 @@ def test_every_option_composes_and_instantiates(group: str, option: str) -> None
     model = instantiate(cfg.model, src_vocab_size=50, tgt_vocab_size=50, pad_id=0, _convert_="all")
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
-    loss = instantiate(cfg.loss)(
-        model(torch.tensor([[5, 3]]), torch.tensor([[2, 6]])), torch.tensor([[6, 3]]), pad_id=0
-    )
+    hidden = model(torch.tensor([[5, 3]]), torch.tensor([[2, 6]]), project=False)  # (1, 2, D)
+    loss = instantiate(cfg.loss)(hidden, model.output.weight, torch.tensor([[6, 3]]), pad_id=0)
     assert torch.isfinite(loss.loss_sum)
     assert scheduler.get_last_lr()[0] > 0
 

@@ -15,7 +15,7 @@ from seq2seq.data.dataset import ParallelDataset
 from seq2seq.errors import UserError
 from seq2seq.model import build_model
 from seq2seq.train.loop import Trainer, TrainerOptions
-from seq2seq.train.loss import label_smoothed_nll
+from seq2seq.train.loss import label_smoothed_nll, projected_label_smoothed_nll
 from seq2seq.train.optim import build_adamw
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.schedules import ScheduledLR, noam
@@ -69,7 +69,7 @@ def make_trainer(
         model=model,
         optimizer=optimizer,
         scheduler=scheduler,
-        loss_fn=loss_fn or partial(label_smoothed_nll, epsilon=0.1, pad_id=PAD),
+        loss_fn=loss_fn or partial(projected_label_smoothed_nll, epsilon=0.1, pad_id=PAD),
         batches=sampler,
         make_batch=lambda indices: make_batch(dataset, indices, pad_id=PAD, bos_id=BOS, eos_id=EOS),
         validate=None,
@@ -143,9 +143,9 @@ def test_accumulation_equals_one_big_batch(tmp_path: Path) -> None:
 def test_nonfinite_updates_are_skipped_then_stop_the_run(tmp_path: Path) -> None:
     calls = {"n": 0}
 
-    def exploding_loss(logits, target):
+    def exploding_loss(hidden, output_weight, target):
         calls["n"] += 1
-        out = label_smoothed_nll(logits, target, epsilon=0.1, pad_id=PAD)
+        out = projected_label_smoothed_nll(hidden, output_weight, target, epsilon=0.1, pad_id=PAD)
         return out._replace(loss_sum=out.loss_sum * float("nan"))
 
     trainer = make_trainer(tmp_path, max_updates=50, loss_fn=exploding_loss, max_nonfinite=3)
