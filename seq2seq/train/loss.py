@@ -183,17 +183,23 @@ class _ProjectedSmoothedNLL(torch.autograd.Function):
 def _block_losses(
     logits: torch.Tensor, target: torch.Tensor, epsilon: float, *, in_place_softmax: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sums of the smoothed and plain NLL of a block; optionally turns `logits` into their gradient.
+    """Sums of the smoothed and plain NLL of a block; overwrites `logits` (a temporary).
 
-    d loss / d z_v = softmax(z)_v - (1 - epsilon) * [v = target] - epsilon / V, written over `logits`
-    so that the block needs one (n, V) buffer. Shapes: logits (n, V) float32, target (n,).
+    With `in_place_softmax`, `logits` end as d loss / d z_v = softmax(z)_v - (1 - epsilon) * [v = target]
+    - epsilon / V, so that a block needs one (n, V) buffer (torch.logsumexp alone would allocate a
+    second one). Shapes: logits (n, V) float32 or float64, target (n,).
     """
-    log_normaliser = torch.logsumexp(logits, dim=-1)  # (n,)
-    nll = log_normaliser - logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (n,)
-    uniform_nll = log_normaliser - logits.mean(dim=-1)  # (n,)
+    target_logit = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (n,)
+    mean_logit = logits.mean(dim=-1)  # (n,)
+    max_logit = logits.amax(dim=-1, keepdim=True)  # (n, 1)
+    unnormalised = logits.sub_(max_logit).exp_()  # (n, V), in place; every entry in (0, 1]
+    normaliser = unnormalised.sum(dim=-1, keepdim=True)  # (n, 1), >= 1
+    log_normaliser = (max_logit + normaliser.log()).squeeze(-1)  # (n,) logsumexp
+    nll = log_normaliser - target_logit  # (n,)
+    uniform_nll = log_normaliser - mean_logit  # (n,)
     loss_sum = ((1.0 - epsilon) * nll + epsilon * uniform_nll).sum()
     if in_place_softmax:
-        logits.sub_(log_normaliser.unsqueeze(-1)).exp_().sub_(epsilon / logits.shape[-1])
+        unnormalised.div_(normaliser).sub_(epsilon / logits.shape[-1])  # softmax - epsilon / V
         logits.scatter_add_(-1, target.unsqueeze(-1), logits.new_full((logits.shape[0], 1), epsilon - 1.0))
     return loss_sum, nll.sum()
 
