@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from seq2seq.nn.attention import AttentionContext
+from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
 from seq2seq.nn.kv_cache import DecoderState, KVCache
 from seq2seq.nn.layers import MemoryDownsampler
@@ -95,7 +96,7 @@ class _Stack(nn.Module):
         self.embedding = embedding
         self.positions = positions
         self.layers = nn.ModuleList(layers)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.final_norm = nn.LayerNorm(d_model) if norm == "pre" else nn.Identity()
         self.checkpoint_activations = checkpoint_activations
 

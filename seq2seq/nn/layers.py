@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.nn.attention import AttentionContext, CrossAttention, SelfAttention
+from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.kv_cache import KVCache
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
@@ -25,7 +26,7 @@ class FeedForward(nn.Module):
         self.activation = activation
         self.up = nn.Linear(d_model, 2 * ffn_dim if activation == "swiglu" else ffn_dim)
         self.down = nn.Linear(ffn_dim, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         for linear in (self.up, self.down):
             nn.init.xavier_uniform_(linear.weight)
             nn.init.zeros_(linear.bias)
@@ -50,7 +51,7 @@ class Residual(nn.Module):
         super().__init__()
         self.pre_norm = norm == "pre"
         self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def sublayer_input(self, x: Tensor) -> Tensor:
         """What the sublayer sees: the normalised stream (pre-norm) or the stream itself (post-norm)."""
