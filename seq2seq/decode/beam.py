@@ -149,13 +149,24 @@ def beam_search(
 
 
 def _top_candidates(logprobs: Tensor, scores: Tensor) -> _Candidates:
-    """Best 2K (beam, token) expansions per sentence. Shapes: logprobs (B*K, V), scores (B, K)."""
+    """Best 2K (beam, token) expansions per sentence. Shapes: logprobs (B*K, V), scores (B, K).
+
+    Adding a beam's score does not reorder that beam's tokens, so a sentence's best 2K expansions are
+    among each beam's best 2K tokens: ranking (B*K, 2K) sums instead of (B, K*V) ones saves building
+    a (B, K*V) tensor every step.
+    """
     batch, beam_size = scores.shape
-    vocab = logprobs.shape[1]
-    flat_logprobs = logprobs.view(batch, beam_size * vocab)  # (B, K*V)
-    totals = (scores[:, :, None] + logprobs.view(batch, beam_size, vocab)).view(batch, beam_size * vocab)
-    top_scores, top_index = totals.topk(min(2 * beam_size, beam_size * vocab), dim=1)  # (B, 2K)
-    return _Candidates(top_scores, top_index // vocab, top_index % vocab, flat_logprobs.gather(1, top_index))
+    width = min(2 * beam_size, beam_size * logprobs.shape[1])
+    per_beam = min(width, logprobs.shape[1])
+    beam_logprobs, beam_tokens = logprobs.topk(per_beam, dim=1)  # (B*K, w)
+    totals = (scores.view(-1, 1) + beam_logprobs).view(batch, beam_size * per_beam)  # (B, K*w)
+    top_scores, top_index = totals.topk(width, dim=1)  # (B, 2K)
+    return _Candidates(
+        top_scores,
+        top_index // per_beam,
+        beam_tokens.view(batch, -1).gather(1, top_index),
+        beam_logprobs.view(batch, -1).gather(1, top_index),
+    )
 
 
 def _split(
