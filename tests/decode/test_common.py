@@ -1,0 +1,25 @@
+"""Helpers shared by the searches."""
+
+from __future__ import annotations
+
+import torch
+
+from seq2seq.decode.common import next_token_logprobs_
+
+
+def test_next_token_logprobs_equal_log_softmax_and_reuse_float32_logits() -> None:
+    logits = torch.randn(6, 50) * 5
+    expected = torch.log_softmax(logits, dim=-1)
+    buffer = logits.clone()
+    out = next_token_logprobs_(buffer)
+    assert torch.equal(out, expected)
+    assert out.data_ptr() == buffer.data_ptr()  # no new (N, V) tensor
+
+
+def test_next_token_logprobs_of_bfloat16_are_float32_and_leave_the_input() -> None:
+    logits = (torch.randn(4, 30) * 5).bfloat16()
+    before = logits.clone()
+    out = next_token_logprobs_(logits)
+    assert out.dtype == torch.float32
+    assert torch.equal(out, torch.log_softmax(logits.float(), dim=-1))
+    assert torch.equal(logits, before)
