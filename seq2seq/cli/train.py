@@ -8,6 +8,7 @@ torchrun --nproc_per_node=2 -m seq2seq.cli.train trainer.device=cpu
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import random
@@ -51,6 +52,24 @@ def check_targets(node: Any, path: str = "") -> None:
             )
         for key in node:
             check_targets(node[key], f"{path}.{key}" if path else str(key))
+
+
+def build_loss(cfg_loss: DictConfig, pad_id: int) -> Any:
+    """The configured loss with `pad_id` bound; it must take (hidden, output_weight, target).
+
+    The trainer hands the loss decoder states and the output weight, not logits
+    (seq2seq.train.objective.batch_loss); a logits-level function such as label_smoothed_nll would
+    otherwise fail with a TypeError at the first batch.
+    """
+    loss_fn = partial(instantiate(cfg_loss), pad_id=pad_id)
+    try:
+        inspect.signature(loss_fn).bind(None, None, None)
+    except (TypeError, ValueError):
+        raise UserError(
+            f"loss._target_={cfg_loss.get('_target_')!r} must take (hidden, output_weight, target, "
+            "pad_id=...) like seq2seq.train.loss.projected_label_smoothed_nll; use loss=label_smoothed"
+        ) from None
+    return loss_fn
 
 
 def pick_device(name: str) -> torch.device:
@@ -137,7 +156,7 @@ def train(cfg: DictConfig) -> float | None:
     log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
-    loss_fn = partial(instantiate(cfg.loss), pad_id=data.corpus.pad_id)
+    loss_fn = build_loss(cfg.loss, data.corpus.pad_id)
     seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
     wrapped = model
     if distributed.world_size() > 1:

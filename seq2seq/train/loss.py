@@ -119,13 +119,15 @@ def projected_label_smoothed_nll(
 ) -> LossOutput:
     """``label_smoothed_nll(F.linear(hidden, output_weight), target)`` without the (N, V) logits.
 
-    The output projection and the loss run together over blocks of rows, each block's logits small
-    enough to stay in cache (``chunk_elements`` floats, 16 MiB), and the gradients with respect to
-    ``hidden`` and ``output_weight`` are computed in the same pass: the loss is the end of the graph, so
-    they are known as soon as a block's softmax is. Measured on two cores for N = 4096, D = 256,
-    V = 8000: 0.6 s instead of 1.2 s for projection, loss and their backward in float32, because
-    no (N, V) logits, softmax or gradient is written to and read back from memory. Under autocast the
-    three matmuls run in the autocast dtype, as they would through autograd; reductions are float32.
+    The output projection and the loss run together over blocks of rows (``chunk_elements`` logits,
+    16 MiB in float32, per block), and the gradients with respect to ``hidden`` and ``output_weight``
+    are computed in the same pass: the loss is the end of the graph, so they are known as soon as a
+    block's softmax is. No (N, V) logits, softmax or gradient is ever stored. Measured on two cores
+    for N = 4096, D = 256, V = 8000, projection + loss + backward: 533-556 ms instead of 627-660 ms
+    in float32, 365-370 ms instead of 673-696 ms under bf16 autocast. Blocks of 262-524 rows were
+    fastest there; much smaller ones re-read the (V, D) weight and its gradient too often (32 rows:
+    1.5 s). Under autocast the three matmuls run in the autocast dtype, as they would through
+    autograd; reductions are float32.
 
     Shapes:
         hidden: (N, D) or (B, T, D) decoder output states

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from seq2seq.cli.common import config_dir
 from seq2seq.cli.schemas import register_schemas
-from seq2seq.cli.train import check_targets
+from seq2seq.cli.train import build_loss, check_targets
 from seq2seq.errors import UserError
 from seq2seq.train.schedules import ScheduledLR
 
@@ -91,3 +91,16 @@ def test_targets_outside_the_project_are_rejected() -> None:
     cfg = compose_train("model=tiny", "+model.extra={_target_: os.system}")
     with pytest.raises(UserError, match=r"model.extra._target_='os.system' is not allowed"):
         check_targets(cfg)
+
+
+def test_a_logits_level_loss_target_is_a_one_line_error() -> None:
+    cfg = compose_train("loss._target_=seq2seq.train.loss.label_smoothed_nll")
+    with pytest.raises(UserError, match=r"must take \(hidden, output_weight, target"):
+        build_loss(cfg.loss, pad_id=0)
+
+
+def test_the_configured_losses_take_states_weight_and_target() -> None:
+    for option in options("loss"):
+        loss_fn = build_loss(compose_train(f"loss={option}").loss, pad_id=0)
+        hidden, weight = torch.randn(3, 4), torch.randn(7, 4)
+        assert torch.isfinite(loss_fn(hidden, weight, torch.tensor([1, 0, 5])).loss_sum)
