@@ -108,6 +108,15 @@ def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
     return logprobs
 
 
+def cache_steps(longest_output: int) -> int:
+    """Steps the KV caches allocate up front: bos + every output token, up to 128 (beyond, they grow).
+
+    The bound keeps a generous user limit (max_len_b=1000) from reserving memory that short
+    outputs never use; growing by doubling from 128 costs little.
+    """
+    return min(longest_output + 1, 128)
+
+
 def source_lengths(src: Tensor, pad_id: int) -> Tensor:
     """Non-pad tokens per sentence. Shapes: src (B, S) -> (B,)."""
     return (src != pad_id).sum(dim=1)

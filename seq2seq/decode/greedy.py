@@ -17,6 +17,7 @@ from seq2seq.decode.common import (
     Hypothesis,
     Prefix,
     build_rules,
+    cache_steps,
     check_search_arguments,
     constrain_,
     finished_hypothesis,
@@ -91,7 +92,8 @@ def decode_paths(
         eos_id=eos_id,
         pad_id=pad_id,
     )
-    state = model.init_state(model.encode(src), beam_size=copies)
+    max_steps = cache_steps(int(rules.max_lens.max()) if rules.max_lens.numel() else 0)
+    state = model.init_state(model.encode(src), beam_size=copies, max_steps=max_steps)
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row
     tokens = torch.full((total, 1), bos_id, dtype=torch.long, device=src.device)  # (N, 1 + step)

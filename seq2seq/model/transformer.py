@@ -221,15 +221,19 @@ class Seq2Seq(nn.Module):
         keep = src != self.pad_id  # (B, S)
         return EncoderOutput(states=self.encoder(src, keep), keep=keep)
 
-    def init_state(self, memory: EncoderOutput, beam_size: int = 1) -> DecoderState:
+    def init_state(
+        self, memory: EncoderOutput, beam_size: int = 1, max_steps: int | None = None
+    ) -> DecoderState:
         """Cross-attention K/V computed once and shared by the `beam_size` hypotheses of each sentence.
 
-        Row b * beam_size + k of the state is hypothesis k of sentence b.
+        Row b * beam_size + k of the state is hypothesis k of sentence b. `max_steps`: the most
+        tokens the search will feed (bos included), if known: the self-attention caches allocate
+        that much once instead of growing.
         """
         cross_kv, keep, positions = self.decoder.project_memory(memory)
         # Contiguous once here, or every step's attention matmul would copy the strided K/V views.
         cross_kv = [(k.contiguous(), v.contiguous()) for k, v in cross_kv]  # each (B, H, S', Dh)
-        caches = [KVCache() for _ in self.decoder.layers]
+        caches = [KVCache() if max_steps is None else KVCache(max_steps) for _ in self.decoder.layers]
         return DecoderState(
             caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=positions, group=beam_size
         )

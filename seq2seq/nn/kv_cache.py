@@ -12,12 +12,20 @@ class KVCache:
     """One layer's self-attention keys and values, grown a few steps at a time.
 
     Storage doubles when full, so appending T steps copies O(T) elements in total rather than
-    the O(T^2) of concatenating every step. `reorder` gathers into a second buffer of the same
-    capacity (kept for the next reorder), so beam search moves each cached step once per step and
-    never reallocates.
+    the O(T^2) of concatenating every step.
+
+    `reorder` is beam search's per-step cost besides the model itself, and it is memory traffic:
+    every cached step of every row. On CPU, when at most half the rows change (beam search keeps
+    each surviving beam in its parent's row, see seq2seq.decode.beam), only the changed rows are
+    copied, in place. Otherwise (more rows change, rows are dropped, or the tensors live on an
+    accelerator, where finding the changed rows would wait for the device) it gathers into a second
+    buffer of the same capacity, kept for the next reorder, so no step reallocates.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 16) -> None:
+        """`capacity`: steps the first allocation holds (a decoder that knows its length limit
+        passes it, and the cache never grows)."""
+        self.initial_capacity = max(1, capacity)
         self._k: Tensor | None = None  # (B, H, capacity, Dh)
         self._v: Tensor | None = None
         self._spare: tuple[Tensor, Tensor] | None = None  # reorder target, same shape as _k, _v
@@ -37,7 +45,7 @@ class KVCache:
         return self._k[:, :, : self.length], self._v[:, :, : self.length]
 
     def _grow(self, like: Tensor, needed: int) -> None:
-        capacity = max(needed, 2 * (self._k.shape[2] if self._k is not None else 8))
+        capacity = max(needed, 2 * self._k.shape[2] if self._k is not None else self.initial_capacity)
         batch, heads, _, head_dim = like.shape
         k = like.new_empty(batch, heads, capacity, head_dim)
         v = like.new_empty(batch, heads, capacity, head_dim)
@@ -50,6 +58,16 @@ class KVCache:
         """Keep rows `index` (beam search: the surviving hypotheses). Shapes: index (B',)."""
         if self._k is None:
             return
+        moved = rows_to_move(index, self._k.shape[0])
+        if moved is None:
+            self.gather_rows(index)
+        else:
+            self.copy_rows(moved, index[moved])
+
+    def gather_rows(self, index: Tensor) -> None:
+        """`reorder` by gathering every row into the spare buffer. Shapes: index (B',)."""
+        if self._k is None:
+            return
         shape = (index.shape[0], *self._k.shape[1:])  # (B', H, capacity, Dh)
         if self._spare is None or self._spare[0].shape != shape:
             self._spare = (self._k.new_empty(shape), self._v.new_empty(shape))
@@ -59,6 +77,26 @@ class KVCache:
         torch.index_select(self._v[:, :, filled], 0, index, out=v[:, :, filled])
         self._spare = (self._k, self._v) if self._k.shape == shape else None
         self._k, self._v = k, v
+
+    def copy_rows(self, targets: Tensor, sources: Tensor) -> None:
+        """Row targets[i] becomes row sources[i], in place. Shapes: targets, sources (R,)."""
+        if self._k is None or targets.numel() == 0:
+            return
+        for buffer in (self._k, self._v):
+            filled = buffer[:, :, : self.length]  # (B, H, length, Dh)
+            filled.index_copy_(0, targets, filled.index_select(0, sources))  # read all before writing
+
+
+def rows_to_move(index: Tensor, rows: int) -> Tensor | None:
+    """The rows an in-place reorder to `index` must copy, or None when gathering all is the better way.
+
+    In place pays off on CPU when at most half of the rows change; on an accelerator, finding them
+    would wait for the device. Shapes: index (B',) -> (R,) or None.
+    """
+    if index.shape[0] != rows or index.device.type != "cpu":
+        return None
+    moved = (index != torch.arange(rows)).nonzero().squeeze(1)  # (R,)
+    return moved if 2 * moved.shape[0] <= rows else None
 
 
 @dataclass
@@ -96,8 +134,13 @@ class DecoderState:
                        (beam search dropping finished sentences): index[g * group + j] // group
                        must equal memory[g].
         """
+        moved = rows_to_move(index, self.batch_size)  # the same for every layer
+        sources = None if moved is None else index[moved]
         for cache in self.caches:
-            cache.reorder(index)
+            if sources is None:
+                cache.gather_rows(index)
+            else:
+                cache.copy_rows(moved, sources)
         if memory is False:
             return self
         if memory is True:  # hypothesis n reads memory row n // group: one memory row per kept hypothesis

@@ -40,7 +40,7 @@ class FeedForward(nn.Module):
         elif self.activation == "gelu":
             hidden = F.gelu(hidden)
         else:
-            hidden = F.relu(hidden)
+            hidden = F.relu(hidden, inplace=True)  # a fresh buffer; relu backward needs only its result
         return self.down(self.dropout(hidden))
 
 

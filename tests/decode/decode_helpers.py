@@ -50,8 +50,8 @@ class Biased(nn.Module):
     def encode(self, src: Tensor):
         return self.model.encode(src)
 
-    def init_state(self, memory, beam_size: int = 1) -> DecoderState:
-        return self.model.init_state(memory, beam_size=beam_size)
+    def init_state(self, memory, beam_size: int = 1, max_steps: int | None = None) -> DecoderState:
+        return self.model.init_state(memory, beam_size=beam_size, max_steps=max_steps)
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         self.rows_per_step.append(prev_tokens.shape[0])

@@ -166,3 +166,66 @@ def test_empty_batch_and_torch_state_untouched():
     model = tiny_model()
     assert beam_search(model, sources([3])[:0], **IDS) == []
     assert torch.is_grad_enabled()
+
+
+def test_beams_stay_in_their_parents_rows(monkeypatch):
+    """Each step's cache reorder moves only the rows it must: per sentence, K minus the number of
+    beams that have a child (the best child of each parent keeps the parent's row)."""
+    from seq2seq.nn.kv_cache import DecoderState
+
+    indexes = []
+    reorder = DecoderState.reorder
+
+    def spy(self, index, *, memory=True):
+        indexes.append((index.clone(), memory))
+        return reorder(self, index, memory=memory)
+
+    monkeypatch.setattr(DecoderState, "reorder", spy)
+    beam = 4
+    model = eos_biased(vocab=20, eos_bias=-30.0, seed=3, sharpness=1.0)
+    src = sources([5, 7, 6], vocab=20, seed=4)
+    beam_search(model, src, beam_size=beam, max_len_a=1.0, max_len_b=2, **IDS)
+    checked = 0
+    for index, memory in indexes:
+        if memory is not False:  # a sentence finished: rows are dropped, not only permuted
+            continue
+        for start in range(0, index.numel(), beam):
+            parents = index[start : start + beam]
+            own_rows = torch.arange(start, start + beam)
+            assert int((parents != own_rows).sum()) == beam - parents.unique().numel()
+            checked += 1
+    assert checked > 10
+
+
+def test_parent_slots_first_against_brute_force():
+    from seq2seq.decode.beam import _parent_slots_first
+
+    gen = torch.Generator().manual_seed(0)
+    parents = torch.randint(0, 5, (200, 5), generator=gen)  # (B, K) parent slot of each ranked beam
+    order = _parent_slots_first(parents)
+    assert torch.equal(order.sort(dim=1).values, torch.arange(5).expand(200, 5))  # a permutation
+    for row, ranks in zip(parents.tolist(), order.tolist()):
+        slot_parents = [row[rank] for rank in ranks]
+        best_child = {parent: row.index(parent) for parent in set(row)}  # first-ranked child
+        for parent, rank in best_child.items():
+            assert ranks[parent] == rank  # keeps its parent's slot
+        assert sum(p != slot for slot, p in enumerate(slot_parents)) == 5 - len(best_child)
+        extras = [rank for rank in range(5) if rank not in best_child.values()]
+        free = [slot for slot in range(5) if slot not in best_child]
+        assert [ranks[slot] for slot in free] == extras  # the rest fill childless slots in rank order
+
+
+@pytest.mark.parametrize(
+    ("vocab", "k"), [(7, 1), (7, 2), (100, 10), (64 * 21, 10), (64 * 21, 1), (8000, 10), (8003, 10)]
+)
+def test_row_topk_equals_torch_topk(vocab, k):
+    from seq2seq.decode.beam import _row_topk
+
+    gen = torch.Generator().manual_seed(vocab + k)
+    values = torch.randn(33, vocab, generator=gen)
+    values[:, ::3] = float("-inf")  # masked tokens, as the search's constraints make them
+    expected = values.topk(k, dim=1)
+    top_values, columns = _row_topk(values, k)
+    assert torch.equal(top_values, expected.values)
+    assert torch.equal(values.gather(1, columns), top_values)
+    assert torch.equal(columns, expected.indices)  # distinct finite values: the same columns

@@ -23,3 +23,10 @@ def test_next_token_logprobs_of_bfloat16_are_float32_and_leave_the_input() -> No
     assert out.dtype == torch.float32
     assert torch.equal(out, torch.log_softmax(logits.float(), dim=-1))
     assert torch.equal(logits, before)
+
+
+def test_cache_steps_covers_bos_and_every_output_token_up_to_a_bound():
+    from seq2seq.decode.common import cache_steps
+
+    assert cache_steps(0) == 1 and cache_steps(30) == 31
+    assert cache_steps(1000) == 128  # longer outputs grow the caches by doubling

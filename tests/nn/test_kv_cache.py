@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from seq2seq.nn.attention import AttentionContext, SelfAttention
-from seq2seq.nn.kv_cache import DecoderState, KVCache
+from seq2seq.nn.kv_cache import DecoderState, KVCache, rows_to_move
 from seq2seq.nn.positional import RotaryEmbedding, alibi_slopes
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
@@ -36,7 +36,7 @@ def test_storage_doubles_so_single_steps_rarely_reallocate() -> None:
     for t in range(100):
         cache.append(k_all[:, :, t : t + 1], v_all[:, :, t : t + 1])
         buffers.add(cache._k.data_ptr())
-    assert len(buffers) <= 5  # capacities 8, 16, 32, 64, 128
+    assert len(buffers) <= 4  # capacities 16, 32, 64, 128
 
 
 def test_reorder_selects_rows_and_appending_continues() -> None:
@@ -52,28 +52,63 @@ def test_reorder_selects_rows_and_appending_continues() -> None:
     KVCache().reorder(index)  # an empty cache has nothing to reorder
 
 
-def test_beam_search_reorders_alternate_between_two_buffers() -> None:
-    """Reorder every step (as beam search does): rows stay right, and storage is two buffers that
-    take turns, never a fresh allocation per step."""
-    k_all, v_all = steps(4, 12)
+def test_reorders_that_move_most_rows_alternate_between_two_buffers() -> None:
+    """Reorder every step moving more than half the rows: rows stay right, and storage is two
+    buffers that take turns, never a fresh allocation per step."""
+    k_all, v_all = steps(4, 20)
     cache = KVCache()
     expected_k = torch.empty(4, 2, 0, 4)
     buffers = set()
     gen = torch.Generator().manual_seed(1)
-    for t in range(12):
+    for t in range(20):
         k, _ = cache.append(k_all[:, :, t : t + 1], v_all[:, :, t : t + 1])
         expected_k = torch.cat([expected_k, k_all[:, :, t : t + 1]], dim=2)
         assert torch.equal(k, expected_k)
-        index = torch.randint(0, 4, (4,), generator=gen)
+        index = torch.randperm(4, generator=gen).roll(1)
+        while rows_to_move(index, 4) is not None:  # at most 2 of 4 rows move: in place instead
+            index = torch.randperm(4, generator=gen)
         cache.reorder(index)
         expected_k = expected_k[index]
-        if t >= 8:  # past the growth from capacity 8 to 16
+        if t >= 16:  # past the growth from capacity 16 to 32
             buffers.add(cache._k.data_ptr())
     assert len(buffers) == 2
 
 
+def test_reorders_that_move_few_rows_copy_them_in_place() -> None:
+    k_all, v_all = steps(6, 10)
+    cache = KVCache(capacity=10)
+    cache.append(k_all[:, :, :7], v_all[:, :, :7])
+    storage = cache._k.data_ptr()
+    index = torch.tensor([0, 0, 2, 1, 4, 5])  # rows 1 and 3 change; row 1's source is row 0
+    assert rows_to_move(index, 6).tolist() == [1, 3]
+    cache.reorder(index)
+    assert cache._k.data_ptr() == storage and cache._spare is None  # no second buffer
+    k, v = cache.append(k_all[:, :, 7:], v_all[:, :, 7:])
+    assert torch.equal(k, torch.cat([k_all[index, :, :7], k_all[:, :, 7:]], dim=2))
+    assert torch.equal(v, torch.cat([v_all[index, :, :7], v_all[:, :, 7:]], dim=2))
+
+
+def test_rows_to_move_chooses_in_place_only_when_it_pays() -> None:
+    assert rows_to_move(torch.arange(4), 4).tolist() == []  # nothing moves
+    assert rows_to_move(torch.tensor([1, 0, 2, 3]), 4).tolist() == [0, 1]  # half the rows
+    assert rows_to_move(torch.tensor([1, 2, 0, 3]), 4) is None  # more than half: gather
+    assert rows_to_move(torch.tensor([0, 1]), 4) is None  # rows dropped: gather into fewer rows
+
+
+def test_capacity_given_up_front_never_grows() -> None:
+    k_all, v_all = steps(2, 30)
+    cache = KVCache(capacity=30)
+    storage = None
+    for t in range(30):
+        cache.append(k_all[:, :, t : t + 1], v_all[:, :, t : t + 1])
+        storage = storage or cache._k.data_ptr()
+        assert cache._k.data_ptr() == storage
+    assert cache._k.shape[2] == 30
+
+
 @pytest.mark.parametrize("memory", [True, False])
-def test_decoder_state_reorder(memory: bool) -> None:
+@pytest.mark.parametrize("order", [[1, 0, 0], [0, 0, 2]], ids=["gather", "in-place"])
+def test_decoder_state_reorder(memory: bool, order: list[int]) -> None:
     k_all, v_all = steps(3, 5)
     caches = [KVCache(), KVCache()]
     for cache in caches:
@@ -83,7 +118,7 @@ def test_decoder_state_reorder(memory: bool) -> None:
     state = DecoderState(
         caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=torch.arange(5.0), steps=2
     )
-    index = torch.tensor([1, 0, 0])
+    index = torch.tensor(order)
     assert state.reorder(index, memory=memory) is state
     assert state.batch_size == 3 and state.steps == 2
     for cache in state.caches:
