@@ -20,6 +20,7 @@ from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
 from seq2seq.nn.kv_cache import DecoderState, KVCache
 from seq2seq.nn.layers import MemoryDownsampler
+from seq2seq.nn.packing import Packing
 from seq2seq.nn.positional import LearnedPositions, RotaryEmbedding, SinusoidalPositions, alibi_slopes
 
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rope", "alibi")
@@ -57,7 +58,13 @@ class PositionScheme(nn.Module):
         return x if self.absolute is None else x + self.absolute(positions).to(x.dtype)
 
     def self_context(
-        self, *, keep: Tensor | None, causal: bool, q_positions: Tensor, k_positions: Tensor
+        self,
+        *,
+        keep: Tensor | None,
+        causal: bool,
+        q_positions: Tensor,
+        k_positions: Tensor,
+        packing: Packing | None = None,
     ) -> AttentionContext:
         rope = self.rotary(q_positions) if self.rotary is not None else None
         return AttentionContext(
@@ -67,6 +74,7 @@ class PositionScheme(nn.Module):
             alibi_slopes=self.slopes,
             q_positions=q_positions,
             k_positions=k_positions,
+            packing=packing,
         )
 
     def cross_context(
@@ -111,15 +119,23 @@ class _Stack(nn.Module):
 
 class Encoder(_Stack):
     def forward(self, src: Tensor, keep: Tensor) -> Tensor:
-        """Shapes: src (B, S), keep (B, S) -> (B, S, D)."""
+        """Shapes: src (B, S), keep (B, S) -> (B, S, D).
+
+        The layers run on the real tokens only when that pays (nn/packing.py); the output is then
+        zero at padded positions, which every reader masks anyway.
+        """
         positions = torch.arange(src.shape[1], device=src.device)  # (S,)
-        x = self._embed(src, positions)
+        x = self._embed(src, positions)  # (B, S, D)
+        packing = Packing.of(keep)
         context = self.positions.self_context(
-            keep=keep, causal=False, q_positions=positions, k_positions=positions
+            keep=keep, causal=False, q_positions=positions, k_positions=positions, packing=packing
         )
+        if packing is not None:
+            x = packing.pack(x)  # (N, D)
         for layer in self.layers:
             x = self._run_layer(layer, x, context)
-        return self.final_norm(x)
+        x = self.final_norm(x)
+        return x if packing is None else packing.unpack(x)
 
 
 class Decoder(_Stack):
@@ -133,7 +149,8 @@ class Decoder(_Stack):
         Shapes: -> per layer 2 x (B, H, S', Dh); keep (B, S'); positions (S',)
         """
         pooled, keep, positions = self.downsampler(memory.states, memory.keep)
-        return [layer.cross_attn.project_memory(pooled) for layer in self.layers], keep, positions
+        packing = Packing.of(keep)
+        return [layer.cross_attn.project_memory(pooled, packing) for layer in self.layers], keep, positions
 
     def forward(self, tgt_in: Tensor, memory: EncoderOutput) -> Tensor:
         """Shapes: tgt_in (B, T), memory.states (B, S, D) -> (B, T, D)."""

@@ -12,6 +12,8 @@ from torch import Tensor, nn
 
 from seq2seq.nn.backends import attend, attention_probabilities, build_keep, local_attend
 from seq2seq.nn.kv_cache import KVCache
+from seq2seq.nn.linear import Linear
+from seq2seq.nn.packing import Packing
 from seq2seq.nn.positional import alibi_bias, apply_rotary
 
 
@@ -24,6 +26,7 @@ class AttentionContext:
     rope:         cos, sin tables (Tq, Dh) for the new tokens' positions, or None.
     alibi_slopes: (H,) per-head slopes, or None.
     q_positions:  (Tq,) positions of the queries; k_positions: (Tk,) of all keys (cache included).
+    packing:      set when the layers' inputs are the real tokens only, (N, D) rows (see nn/packing.py).
     """
 
     keep: Tensor | None = None
@@ -32,6 +35,7 @@ class AttentionContext:
     alibi_slopes: Tensor | None = None
     q_positions: Tensor | None = None
     k_positions: Tensor | None = None
+    packing: Packing | None = None
     _bias: Tensor | None = field(default=None, repr=False)
 
     def dense_bias(self) -> Tensor | None:
@@ -80,21 +84,29 @@ class SelfAttention(nn.Module):
         self.dropout = dropout
         self.backend = backend
         self.window = window
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.qkv = Linear(d_model, 3 * d_model)
+        self.out = Linear(d_model, d_model)
         _init_fused(self.qkv, 3)
         _init_fused(self.out, 1)
 
     def forward(self, x: Tensor, context: AttentionContext, cache: KVCache | None = None) -> Tensor:
-        """Shapes: x (B, T, D) -> (B, T, D). With a cache, x holds only the new tokens."""
-        q, k, v = split_heads(self.qkv(x), 3 * self.n_heads).chunk(3, dim=1)  # each (B, H, T, Dh)
+        """Shapes: x (B, T, D) -> (B, T, D); packed (context.packing): (N, D) -> (N, D).
+
+        With a cache, x holds only the new tokens.
+        """
+        qkv = self.qkv(x)  # (B, T, 3D) or (N, 3D)
+        if context.packing is not None:
+            qkv = context.packing.unpack(qkv)  # (B, T, 3D), zeros at padding
+        q, k, v = split_heads(qkv, 3 * self.n_heads).chunk(3, dim=1)  # each (B, H, T, Dh)
         if context.rope is not None:
             cos, sin = context.rope
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, H, Tk, Dh): all keys so far
-        out = self._attend(q, k, v, context)  # (B, H, T, Dh)
-        return self.out(merge_heads(out))
+        out = merge_heads(self._attend(q, k, v, context))  # (B, T, D)
+        if context.packing is not None:
+            out = context.packing.pack(out)  # (N, D)
+        return self.out(out)
 
     def _attend(self, q: Tensor, k: Tensor, v: Tensor, context: AttentionContext) -> Tensor:
         dropout_p = self.dropout if self.training else 0.0
@@ -154,15 +166,19 @@ class CrossAttention(nn.Module):
         self.n_heads = n_heads
         self.dropout = dropout
         self.backend = backend
-        self.q = nn.Linear(d_model, d_model)
-        self.kv = nn.Linear(d_model, 2 * d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.q = Linear(d_model, d_model)
+        self.kv = Linear(d_model, 2 * d_model)
+        self.out = Linear(d_model, d_model)
         for linear, parts in ((self.q, 1), (self.kv, 2), (self.out, 1)):
             _init_fused(linear, parts)
 
-    def project_memory(self, memory: Tensor) -> tuple[Tensor, Tensor]:
-        """Shapes: memory (B, S, D) -> k, v: (B, H, S, Dh)."""
-        k, v = split_heads(self.kv(memory), 2 * self.n_heads).chunk(2, dim=1)
+    def project_memory(self, memory: Tensor, packing: Packing | None = None) -> tuple[Tensor, Tensor]:
+        """Shapes: memory (B, S, D) -> k, v: (B, H, S, Dh); with `packing`, zeros at padding."""
+        if packing is None:
+            kv = self.kv(memory)  # (B, S, 2D)
+        else:
+            kv = packing.unpack(self.kv(packing.pack(memory)))  # only the real positions projected
+        k, v = split_heads(kv, 2 * self.n_heads).chunk(2, dim=1)
         return k, v
 
     def forward(self, x: Tensor, memory_kv: tuple[Tensor, Tensor], context: AttentionContext) -> Tensor:

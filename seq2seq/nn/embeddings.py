@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seq2seq.nn.linear import linear
+
 
 class TokenEmbedding(nn.Module):
     """Embedding lookup times sqrt(D), so unit-scale positions don't drown the N(0, 1/D) tokens."""
@@ -38,4 +40,4 @@ class OutputProjection(nn.Module):
 
     def forward(self, hidden: Tensor) -> Tensor:
         """Shapes: (B, T, D) -> (B, T, V)."""
-        return F.linear(hidden, self.weight)
+        return linear(hidden, self.weight)

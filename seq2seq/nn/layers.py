@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from seq2seq.nn.attention import AttentionContext, CrossAttention, SelfAttention
 from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.kv_cache import KVCache
+from seq2seq.nn.linear import Linear
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("pre", "post")
@@ -24,8 +25,8 @@ class FeedForward(nn.Module):
     def __init__(self, d_model: int, ffn_dim: int, *, activation: str = "relu", dropout: float = 0.0) -> None:
         super().__init__()
         self.activation = activation
-        self.up = nn.Linear(d_model, 2 * ffn_dim if activation == "swiglu" else ffn_dim)
-        self.down = nn.Linear(ffn_dim, d_model)
+        self.up = Linear(d_model, 2 * ffn_dim if activation == "swiglu" else ffn_dim)
+        self.down = Linear(ffn_dim, d_model)
         self.dropout = Dropout(dropout)
         for linear in (self.up, self.down):
             nn.init.xavier_uniform_(linear.weight)

@@ -1,0 +1,90 @@
+"""Linear: oneDNN for float32 CPU inference, F.linear (bitwise) everywhere else."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seq2seq.nn import linear as linear_module
+from seq2seq.nn.linear import Linear, linear, onednn_linear_available
+
+needs_onednn = pytest.mark.skipif(
+    not onednn_linear_available(), reason="this PyTorch build has no oneDNN float32 linear kernel"
+)
+
+
+def layer(bias: bool = True) -> Linear:
+    torch.manual_seed(0)
+    return Linear(48, 40, bias=bias)
+
+
+@needs_onednn
+@pytest.mark.parametrize("bias", [True, False])
+def test_inference_runs_on_onednn_and_equals_f_linear(bias: bool, monkeypatch) -> None:
+    module = layer(bias)
+    x = torch.randn(3, 7, 48)
+    calls = []
+    kernel = torch.ops.mkldnn._linear_pointwise
+    monkeypatch.setattr(
+        linear_module.torch.ops.mkldnn, "_linear_pointwise", lambda *a: calls.append(1) or kernel(*a)
+    )
+    with torch.inference_mode():
+        out = module(x)
+    assert calls == [1]
+    torch.testing.assert_close(out, F.linear(x, module.weight, module.bias), rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        torch.testing.assert_close(module(x), out, rtol=0, atol=0)
+
+
+@needs_onednn
+def test_strided_and_empty_inputs() -> None:
+    module = layer()
+    x = torch.randn(5, 9, 48)
+    with torch.no_grad():
+        last = module(x[:, -1])  # a strided (5, 48) view, as decode_step passes it
+        torch.testing.assert_close(last, F.linear(x[:, -1], module.weight, module.bias), rtol=1e-5, atol=1e-5)
+        assert module(torch.randn(0, 48)).shape == (0, 40)
+
+
+def test_training_is_f_linear_bitwise_with_gradients() -> None:
+    module = layer()
+    x = torch.randn(6, 48, requires_grad=True)
+    out = module(x)
+    reference = nn.Linear(48, 40)
+    reference.load_state_dict(module.state_dict())
+    x_ref = x.detach().clone().requires_grad_()
+    expected = reference(x_ref)
+    assert torch.equal(out, expected)
+    out.square().sum().backward()
+    expected.square().sum().backward()
+    assert torch.equal(x.grad, x_ref.grad) and torch.equal(module.weight.grad, reference.weight.grad)
+
+
+def test_autocast_and_other_dtypes_use_f_linear() -> None:
+    module = layer()
+    x = torch.randn(4, 48)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = module(x)
+        assert out.dtype == torch.bfloat16
+        assert torch.equal(out, F.linear(x, module.weight, module.bias))
+    double = layer().double()
+    with torch.no_grad():
+        assert torch.equal(double(x.double()), F.linear(x.double(), double.weight, double.bias))
+
+
+def test_without_the_kernel_everything_is_f_linear(monkeypatch) -> None:
+    monkeypatch.setattr(linear_module, "onednn_linear_available", lambda: False)
+    module = layer()
+    x = torch.randn(4, 48)
+    with torch.no_grad():
+        assert torch.equal(module(x), F.linear(x, module.weight, module.bias))
+        assert torch.equal(linear(x, module.weight), F.linear(x, module.weight))
+
+
+def test_same_parameters_and_state_dict_as_nn_linear() -> None:
+    module = layer()
+    assert isinstance(module, nn.Linear)
+    assert list(module.state_dict()) == list(nn.Linear(48, 40).state_dict())
+    module.load_state_dict(nn.Linear(48, 40).state_dict())
