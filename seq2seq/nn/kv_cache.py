@@ -14,12 +14,13 @@ class KVCache:
     Storage doubles when full, so appending T steps copies O(T) elements in total rather than
     the O(T^2) of concatenating every step.
 
-    `reorder` is beam search's per-step cost besides the model itself, and it is memory traffic:
-    every cached step of every row. On CPU, when at most half the rows change (beam search keeps
-    each surviving beam in its parent's row, see seq2seq.decode.beam), only the changed rows are
-    copied, in place. Otherwise (more rows change, rows are dropped, or the tensors live on an
-    accelerator, where finding the changed rows would wait for the device) it gathers into a second
-    buffer of the same capacity, kept for the next reorder, so no step reallocates.
+    `reorder` is beam search's per-step cost besides the model itself, and it is memory traffic.
+    On CPU it works in place: only the rows whose content changes are copied (beam search keeps
+    each surviving beam in its parent's row, see seq2seq.decode.beam, so most rows stay put), and
+    dropping rows (finished sentences) shifts the rest up and keeps the same storage, so decoding
+    allocates nothing after the first step. On an accelerator, finding the changed rows would wait
+    for the device: there it gathers every row into a second buffer of the same capacity, kept for
+    the next reorder.
     """
 
     def __init__(self, capacity: int = 16) -> None:
@@ -62,7 +63,7 @@ class KVCache:
         if moved is None:
             self.gather_rows(index)
         else:
-            self.copy_rows(moved, index[moved])
+            self.copy_rows(moved, index[moved], keep_rows=index.shape[0])
 
     def gather_rows(self, index: Tensor) -> None:
         """`reorder` by gathering every row into the spare buffer. Shapes: index (B',)."""
@@ -78,25 +79,25 @@ class KVCache:
         self._spare = (self._k, self._v) if self._k.shape == shape else None
         self._k, self._v = k, v
 
-    def copy_rows(self, targets: Tensor, sources: Tensor) -> None:
-        """Row targets[i] becomes row sources[i], in place. Shapes: targets, sources (R,)."""
-        if self._k is None or targets.numel() == 0:
+    def copy_rows(self, targets: Tensor, sources: Tensor, keep_rows: int | None = None) -> None:
+        """Row targets[i] becomes row sources[i], in place; then only the first `keep_rows` rows
+        remain (all when None). Shapes: targets, sources (R,)."""
+        if self._k is None:
             return
-        for buffer in (self._k, self._v):
-            filled = buffer[:, :, : self.length]  # (B, H, length, Dh)
-            filled.index_copy_(0, targets, filled.index_select(0, sources))  # read all before writing
+        if targets.numel():
+            for buffer in (self._k, self._v):
+                filled = buffer[:, :, : self.length]  # (B, H, length, Dh)
+                filled.index_copy_(0, targets, filled.index_select(0, sources))  # read all, then write
+        if keep_rows is not None and keep_rows < self._k.shape[0]:
+            self._k, self._v, self._spare = self._k[:keep_rows], self._v[:keep_rows], None
 
 
 def rows_to_move(index: Tensor, rows: int) -> Tensor | None:
-    """The rows an in-place reorder to `index` must copy, or None when gathering all is the better way.
-
-    In place pays off on CPU when at most half of the rows change; on an accelerator, finding them
-    would wait for the device. Shapes: index (B',) -> (R,) or None.
-    """
-    if index.shape[0] != rows or index.device.type != "cpu":
+    """The rows an in-place reorder of `rows` rows to `index` must overwrite, or None where it
+    cannot work in place (more rows than before, or not on CPU). Shapes: index (B',) -> (R,)."""
+    if index.shape[0] > rows or index.device.type != "cpu":
         return None
-    moved = (index != torch.arange(rows)).nonzero().squeeze(1)  # (R,)
-    return moved if 2 * moved.shape[0] <= rows else None
+    return (index != torch.arange(index.shape[0])).nonzero().squeeze(1)  # (R,)
 
 
 @dataclass
@@ -140,7 +141,7 @@ class DecoderState:
             if sources is None:
                 cache.gather_rows(index)
             else:
-                cache.copy_rows(moved, sources)
+                cache.copy_rows(moved, sources, keep_rows=index.shape[0])
         if memory is False:
             return self
         if memory is True:  # hypothesis n reads memory row n // group: one memory row per kept hypothesis

@@ -52,9 +52,9 @@ def test_reorder_selects_rows_and_appending_continues() -> None:
     KVCache().reorder(index)  # an empty cache has nothing to reorder
 
 
-def test_reorders_that_move_most_rows_alternate_between_two_buffers() -> None:
-    """Reorder every step moving more than half the rows: rows stay right, and storage is two
-    buffers that take turns, never a fresh allocation per step."""
+def test_gathering_reorders_alternate_between_two_buffers() -> None:
+    """The accelerator path (gather every row): rows stay right, and storage is two buffers that
+    take turns, never a fresh allocation per step."""
     k_all, v_all = steps(4, 20)
     cache = KVCache()
     expected_k = torch.empty(4, 2, 0, 4)
@@ -64,17 +64,15 @@ def test_reorders_that_move_most_rows_alternate_between_two_buffers() -> None:
         k, _ = cache.append(k_all[:, :, t : t + 1], v_all[:, :, t : t + 1])
         expected_k = torch.cat([expected_k, k_all[:, :, t : t + 1]], dim=2)
         assert torch.equal(k, expected_k)
-        index = torch.randperm(4, generator=gen).roll(1)
-        while rows_to_move(index, 4) is not None:  # at most 2 of 4 rows move: in place instead
-            index = torch.randperm(4, generator=gen)
-        cache.reorder(index)
+        index = torch.randint(0, 4, (4,), generator=gen)
+        cache.gather_rows(index)
         expected_k = expected_k[index]
         if t >= 16:  # past the growth from capacity 16 to 32
             buffers.add(cache._k.data_ptr())
     assert len(buffers) == 2
 
 
-def test_reorders_that_move_few_rows_copy_them_in_place() -> None:
+def test_cpu_reorders_copy_only_the_changed_rows_in_place() -> None:
     k_all, v_all = steps(6, 10)
     cache = KVCache(capacity=10)
     cache.append(k_all[:, :, :7], v_all[:, :, :7])
@@ -88,11 +86,25 @@ def test_reorders_that_move_few_rows_copy_them_in_place() -> None:
     assert torch.equal(v, torch.cat([v_all[index, :, :7], v_all[:, :, 7:]], dim=2))
 
 
-def test_rows_to_move_chooses_in_place_only_when_it_pays() -> None:
+def test_dropping_rows_on_cpu_keeps_the_storage() -> None:
+    k_all, v_all = steps(6, 9)
+    cache = KVCache(capacity=9)
+    cache.append(k_all[:, :, :5], v_all[:, :, :5])
+    storage = cache._k.data_ptr()
+    index = torch.tensor([3, 2, 5, 4])  # two sentences of two beams each dropped, beams swapped
+    cache.reorder(index)
+    assert cache._k.data_ptr() == storage and cache._k.shape[0] == 4
+    k, v = cache.append(k_all[:4, :, 5:], v_all[:4, :, 5:])
+    assert torch.equal(k, torch.cat([k_all[index, :, :5], k_all[:4, :, 5:]], dim=2))
+    assert torch.equal(v, torch.cat([v_all[index, :, :5], v_all[:4, :, 5:]], dim=2))
+
+
+def test_rows_to_move() -> None:
     assert rows_to_move(torch.arange(4), 4).tolist() == []  # nothing moves
-    assert rows_to_move(torch.tensor([1, 0, 2, 3]), 4).tolist() == [0, 1]  # half the rows
-    assert rows_to_move(torch.tensor([1, 2, 0, 3]), 4) is None  # more than half: gather
-    assert rows_to_move(torch.tensor([0, 1]), 4) is None  # rows dropped: gather into fewer rows
+    assert rows_to_move(torch.tensor([1, 2, 0, 3]), 4).tolist() == [0, 1, 2]
+    assert rows_to_move(torch.tensor([0, 3]), 4).tolist() == [1]  # rows dropped
+    assert rows_to_move(torch.tensor([0, 0, 1, 1, 2]), 4) is None  # more rows: gather
+    assert rows_to_move(torch.tensor([0, 1], device="meta"), 2) is None  # not on CPU
 
 
 def test_capacity_given_up_front_never_grows() -> None:
@@ -106,8 +118,11 @@ def test_capacity_given_up_front_never_grows() -> None:
     assert cache._k.shape[2] == 30
 
 
-@pytest.mark.parametrize("memory", [True, False])
-@pytest.mark.parametrize("order", [[1, 0, 0], [0, 0, 2]], ids=["gather", "in-place"])
+@pytest.mark.parametrize(
+    ("memory", "order"),
+    [(True, [1, 0, 0]), (False, [1, 0, 0]), (True, [0, 0, 2]), (False, [0, 0, 2]), (True, [2, 0])],
+    ids=["most-rows-move", "most-rows-move-same-memory", "one-row-moves", "one-row-same-memory", "drop-one"],
+)
 def test_decoder_state_reorder(memory: bool, order: list[int]) -> None:
     k_all, v_all = steps(3, 5)
     caches = [KVCache(), KVCache()]
@@ -120,7 +135,7 @@ def test_decoder_state_reorder(memory: bool, order: list[int]) -> None:
     )
     index = torch.tensor(order)
     assert state.reorder(index, memory=memory) is state
-    assert state.batch_size == 3 and state.steps == 2
+    assert state.batch_size == len(order) and state.steps == 2
     for cache in state.caches:
         assert torch.equal(cache._k[:, :, : cache.length], k_all[index, :, :2])
     want_k, want_keep = (k_all[index], keep[index]) if memory else (k_all, keep)
