@@ -43,6 +43,7 @@ from common import (
 from torch import Tensor, nn
 
 from seq2seq.model import SIZES, build_model, count_parameters
+from seq2seq.nn.packing import Packing
 from seq2seq.nn.positional import sinusoid_table
 from seq2seq.train.loss import LossOutput, projected_label_smoothed_nll
 from seq2seq.train.objective import batch_loss
@@ -219,6 +220,8 @@ def step_flops(dims: Dims, batch: Batch) -> float:
     Per position, forward FLOPs are 2 x the matmul weights it passes through:
         encoder, per source position:  L_e (4 D^2 + 2 D F)   [qkv 3D^2, out D^2, ffn 2DF]
         decoder, per source position:  L_d 2 D^2             [cross-attention K/V of the memory]
+    "Source position" means real source token where the encoder packs the batch (seq2seq.nn.packing:
+    on CPU, at least 5% padding), else every padded position.
         decoder, per target position:  L_d (6 D^2 + 2 D F)   [self 4D^2, cross q+out 2D^2, ffn]
         logits, per real target token:  D V                   [ours skips padded positions]
     Attention scores and their weighted sum, forward, full (B, H, Tq, Tk) matrices:
@@ -231,11 +234,13 @@ def step_flops(dims: Dims, batch: Batch) -> float:
     d, f, le, ld, v = dims.d_model, dims.ffn_dim, dims.encoder_layers, dims.decoder_layers, dims.vocab
     b, s = batch.src.shape
     t = batch.tgt_in.shape[1]
+    packing = Packing.of(batch.src != PAD)
+    source_positions = b * s if packing is None else packing.rows.numel()
     source_weights = le * (4 * d * d + 2 * d * f) + ld * 2 * d * d
     target_weights = ld * (6 * d * d + 2 * d * f)
     logits = batch.target_tokens * d * v
     attention = 4 * d * b * (le * s * s + ld * t * t + ld * t * s)
-    return 6 * (b * s * source_weights + b * t * target_weights + logits) + 3 * attention
+    return 6 * (source_positions * source_weights + b * t * target_weights + logits) + 3 * attention
 
 
 # ----------------------------------------------------------------------------- main
