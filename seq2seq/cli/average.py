@@ -19,9 +19,9 @@ from typing import Any
 
 from torch import Tensor
 
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.cli.common import exit_on_user_error
 from seq2seq.errors import UserError
-from seq2seq.train.checkpoint import load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from seq2seq.checkpoint import load_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import UserError
 from seq2seq.model import build_model
-from seq2seq.train.checkpoint import load_checkpoint
 
 
 @dataclass

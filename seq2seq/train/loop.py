@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from seq2seq.checkpoint import FORMAT_VERSION, load_checkpoint, rotate_checkpoints, save_checkpoint
 from seq2seq.errors import UserError
 from seq2seq.train import distributed
-from seq2seq.train.checkpoint import FORMAT_VERSION, load_checkpoint, rotate_checkpoints, save_checkpoint
 from seq2seq.train.objective import batch_loss
 from seq2seq.train.optim import clip_gradients
 from seq2seq.train.rng import rng_state, set_rng_state

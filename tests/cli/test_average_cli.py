@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.cli.average import main
 from seq2seq.model import build_model
-from seq2seq.train.checkpoint import load_checkpoint, save_checkpoint
 
 MODEL_CONFIG = dict(
     src_vocab_size=11,

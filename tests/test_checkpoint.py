@@ -11,15 +11,15 @@ import pytest
 import torch
 from torch import nn
 
-from seq2seq.errors import UserError
-from seq2seq.train import checkpoint
-from seq2seq.train.checkpoint import (
+from seq2seq import checkpoint
+from seq2seq.checkpoint import (
     FORMAT_VERSION,
     load_checkpoint,
     migrate,
     rotate_checkpoints,
     save_checkpoint,
 )
+from seq2seq.errors import UserError
 from seq2seq.train.optim import build_adamw
 from seq2seq.train.rng import rng_state, set_rng_state
 

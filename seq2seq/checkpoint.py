@@ -1,4 +1,5 @@
-"""The checkpoint file: format version, atomic writes, safe loading, migration and rotation.
+"""The checkpoint file (used by training, inference and export): format version, atomic writes, safe loading,
+migration and rotation.
 
 A checkpoint is one ``torch.save`` of a dict holding only tensors and plain Python values (dict,
 list, tuple, str, bytes, int, float, bool, None, torch dtypes/sizes/devices), plus the key
