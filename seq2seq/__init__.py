@@ -1,6 +1,31 @@
-"""seq2seq: a modular Transformer translation framework."""
+"""seq2seq: a modular Transformer translation framework.
+
+Packages, in import order (a module imports only from its own package and the ones before it):
+errors, checkpoint  the one-line error type; the checkpoint file format
+nn       pure building blocks: positions, attention backends, attention, KV cache, layers
+model    Encoder, Decoder, Seq2Seq and the builder that wires them
+data     corpora, sentencepiece, encoded corpora on disk, token-budget batching
+decode   search (greedy, beam, sampling), the Translator, scoring
+train    loss, schedules, optimizer, the training loop, validation, reporting
+export   converters to inference engines
+serve    the HTTP server
+cli      the command-line entry points (Hydra)
+
+`from seq2seq import Translator` is the Python API for a trained model.
+"""
+
+from typing import Any
 
 from seq2seq.errors import UserError
 
-__all__ = ["UserError"]
+__all__ = ["Translator", "UserError"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """`Translator` is imported on first use, so `import seq2seq` stays light (no torch)."""
+    if name == "Translator":
+        from seq2seq.decode.translator import Translator
+
+        return Translator
+    raise AttributeError(f"module 'seq2seq' has no attribute {name!r}")

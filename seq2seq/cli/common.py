@@ -1,4 +1,4 @@
-"""Shared plumbing for the Hydra entry points: where configs live, and clean one-line errors."""
+"""Shared plumbing for the entry points: config location, one-line errors, devices, progress-bar settings."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from seq2seq.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("seq2seq")
@@ -40,3 +43,33 @@ def exit_on_user_error(fn: F) -> F:
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def pick_device(name: str, *, setting: str = "device", local_rank: int = 0) -> torch.device:
+    """The device a CLI setting names. `auto`: this process's GPU when CUDA is available, else the CPU;
+    `cuda` without an index: the GPU of this process's local rank (torchrun), so ranks never share GPU 0."""
+    import torch  # here, so that commands without a model (seq2seq-score) start fast
+
+    if name == "auto":
+        return torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"{setting}={name!r} is not a device; use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"{setting}={name} but no CUDA device is available; use {setting}=cpu")
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", local_rank)
+    return device
+
+
+def progress_bar_setting(value: Any, *, setting: str = "progress_bar") -> bool | None:
+    """A progress-bar setting: True/False, or None for `auto` (the caller decides; usually: on a terminal)."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return None
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", "none", "null"):
+        return False
+    raise UserError(f"{setting}={value!r} is not a progress-bar setting; use auto, true or false")

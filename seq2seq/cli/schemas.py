@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
 
 
 @dataclass
@@ -38,28 +39,30 @@ class ModelSchema:
 
 @dataclass
 class TrainerSchema:
-    max_updates: int = 100000
-    max_epochs: int = 1000
-    max_minutes: float | None = None
-    max_tokens: int = 4096
-    update_freq: int = 1
-    clip_norm: float | None = 1.0
-    precision: str = "auto"
-    device: str = "auto"
-    num_threads: int | None = None
-    validate_every: int | None = 2000
-    validate_every_minutes: float | None = None
-    validate_bleu: bool = True
-    validate_max_sentences: int | None = None
-    early_stop_patience: int | None = None
-    save_every: int | None = 2000
-    keep_last: int = 3
-    log_every: int = 50
-    resume: str = "auto"
-    max_consecutive_nonfinite: int = 10
-    sample_translations: int = 3
-    attention_plot: bool = True
-    progress_bar: str = "auto"
+    """Types of the `trainer` group's keys; their values live in configs/trainer/default.yaml only."""
+
+    max_updates: int = MISSING
+    max_epochs: int = MISSING
+    max_minutes: float | None = MISSING
+    max_tokens: int = MISSING
+    update_freq: int = MISSING
+    clip_norm: float | None = MISSING
+    precision: str = MISSING
+    device: str = MISSING
+    num_threads: int | None = MISSING
+    validate_every: int | None = MISSING
+    validate_every_minutes: float | None = MISSING
+    validate_bleu: bool = MISSING
+    validate_max_sentences: int | None = MISSING
+    early_stop_patience: int | None = MISSING
+    save_every: int | None = MISSING
+    keep_last: int = MISSING
+    log_every: int = MISSING
+    resume: str = MISSING
+    max_consecutive_nonfinite: int = MISSING
+    sample_translations: int = MISSING
+    attention_plot: bool = MISSING
+    progress_bar: str = MISSING
 
 
 def register_schemas() -> None:

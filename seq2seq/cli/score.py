@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 
 from seq2seq.cli.common import exit_on_user_error
-from seq2seq.decode.score import DEFAULT_METRICS, METRICS, format_scores, read_lines, score_corpus
+from seq2seq.decode.score import DEFAULT_METRICS, METRICS, format_scores, score_corpus
+from seq2seq.decode.text_input import read_text_lines
 from seq2seq.errors import UserError
 
 EXAMPLES = """examples:
@@ -60,8 +61,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     metrics = [name.strip().lower() for name in args.metrics.split(",") if name.strip()]
     if not metrics:
         raise UserError("--metrics is empty; pass e.g. --metrics bleu,chrf,ter")
-    hypotheses = read_lines(args.hypotheses)
-    references = [read_lines(path) for path in args.references]
+    hypotheses = read_text_lines(args.hypotheses)
+    references = [read_text_lines(path) for path in args.references]
     results = score_corpus(
         hypotheses,
         references,

@@ -22,15 +22,17 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
-from seq2seq.cli.common import config_dir, exit_on_user_error
+from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
 from seq2seq.cli.schemas import register_schemas
-from seq2seq.cli.training_data import load_data
-from seq2seq.decode.translator import SearchOptions
+from seq2seq.cli.training_data import RunData, load_data
+from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.model import count_parameters
 from seq2seq.train import distributed
 from seq2seq.train.loop import Trainer, TrainerOptions
+from seq2seq.train.precision import resolve_precision
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.schedules import ScheduledLR
 from seq2seq.train.validation import Validator
@@ -72,36 +74,6 @@ def build_loss(cfg_loss: DictConfig, pad_id: int) -> Any:
     return loss_fn
 
 
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda", distributed.local_rank())
-        return torch.device("cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"trainer.device={name} but no CUDA device is available; use trainer.device=cpu")
-    return device
-
-
-def fast_bf16(device: torch.device) -> bool:
-    """Whether bf16 matmuls run natively here (CUDA with bf16, or a CPU with AVX512-BF16 / AMX)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
-
-
-def resolve_precision(setting: str, device: torch.device) -> str:
-    """`auto` picks bf16 autocast where the hardware runs it natively, fp32 elsewhere."""
-    if setting not in ("auto", "fp32", "bf16"):
-        raise UserError(f"trainer.precision={setting!r} is not supported; choose auto, fp32 or bf16")
-    if setting != "auto":
-        return setting
-    chosen = "bf16" if fast_bf16(device) else "fp32"
-    log.info("trainer.precision=auto: using %s on %s", chosen, device)
-    return chosen
-
-
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -136,70 +108,78 @@ def train(cfg: DictConfig) -> float | None:
     """One training run; returns the best dev BLEU (what a sweeper optimises)."""
     check_targets(cfg)
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    device = pick_device(cfg.trainer.device)
+    device = pick_device(
+        str(cfg.trainer.device), setting="trainer.device", local_rank=distributed.local_rank()
+    )
     distributed.initialize(device)
     if cfg.trainer.num_threads:
         torch.set_num_threads(int(cfg.trainer.num_threads))
     seed_everything(int(cfg.seed) + distributed.rank())
     options = trainer_options(cfg, device)
-    main = distributed.is_main()
-
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
-    torch.manual_seed(int(cfg.seed))  # identical initial weights on every rank
-    model = instantiate(
-        cfg.model,
-        src_vocab_size=data.corpus.src_vocab_size,
-        tgt_vocab_size=data.corpus.tgt_vocab_size,
-        pad_id=data.corpus.pad_id,
-        _convert_="all",
-    ).to(device)
-    log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
-    optimizer = instantiate(cfg.optim)(model)
-    scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
+    model = build_run_model(cfg, data, device)
     loss_fn = build_loss(cfg.loss, data.corpus.pad_id)
-    seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
-    wrapped = model
-    if distributed.world_size() > 1:
-        device_ids = [device.index] if device.type == "cuda" else None
-        wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
-
-    trainer = Trainer(
-        model=wrapped,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        loss_fn=loss_fn,
-        batches=data.train_batches,
-        make_batch=data.make_batch,
-        validate=build_validator(cfg, data, loss_fn, device, options.precision) if main else None,
-        reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=_progress_setting(cfg), enabled=main),
-        output_dir=run_dir,
-        options=options,
-        device=device,
-        checkpoint_extras={
-            "config": OmegaConf.to_container(cfg, resolve=True),
-            "model_config": model.config,
-            "tokenizer": data.corpus.tokenizer_payload,
-        },
-    )
+    trainer = build_trainer(cfg, data, model, loss_fn, run_dir=run_dir, device=device, options=options)
     checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
     if checkpoint is not None:
         trainer.resume_from(checkpoint)
-    log.info(
-        "training in %s on %s (%s); TensorBoard logs in %s",
-        run_dir,
-        device,
-        options.precision,
-        run_dir / "tensorboard",
-    )
+    log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
+             run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()
-    if main:
+    if distributed.is_main():
         write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter)
     distributed.shutdown()
     return state.best_bleu
 
 
+def build_run_model(cfg: DictConfig, data: RunData, device: torch.device) -> nn.Module:
+    """The configured model, sized by the trained tokenizer, with identical initial weights on every rank."""
+    torch.manual_seed(int(cfg.seed))
+    corpus = data.corpus
+    model = instantiate(
+        cfg.model, src_vocab_size=corpus.src_vocab_size, tgt_vocab_size=corpus.tgt_vocab_size,
+        pad_id=corpus.pad_id, _convert_="all",
+    ).to(device)  # fmt: skip
+    log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
+    return model
+
+
+def build_trainer(
+    cfg: DictConfig,
+    data: RunData,
+    model: nn.Module,
+    loss_fn: Any,
+    *,
+    run_dir: Path,
+    device: torch.device,
+    options: TrainerOptions,
+) -> Trainer:
+    """Optimizer, schedule, validation, reporting and checkpoint contents around the model."""
+    optimizer = instantiate(cfg.optim)(model)
+    scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
+    seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
+    wrapped = model
+    if distributed.world_size() > 1:
+        device_ids = [device.index] if device.type == "cuda" else None
+        wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+    main = distributed.is_main()
+    progress = progress_bar_setting(cfg.trainer.progress_bar, setting="trainer.progress_bar")
+    return Trainer(
+        model=wrapped, optimizer=optimizer, scheduler=scheduler, loss_fn=loss_fn, batches=data.train_batches,
+        make_batch=data.make_batch,
+        validate=build_validator(cfg, data, loss_fn, device, options.precision) if main else None,
+        reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=progress, enabled=main),
+        output_dir=run_dir, options=options, device=device,
+        checkpoint_extras={
+            "config": OmegaConf.to_container(cfg, resolve=True),
+            "model_config": model.config,
+            "tokenizer": data.corpus.tokenizer_payload,
+        },
+    )  # fmt: skip
+
+
 def build_validator(
-    cfg: DictConfig, data: Any, loss_fn: Any, device: torch.device, precision: str
+    cfg: DictConfig, data: RunData, loss_fn: Any, device: torch.device, precision: str
 ) -> Validator:
     trainer_cfg = cfg.trainer
     search = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
@@ -221,11 +201,6 @@ def build_validator(
         n_samples=int(trainer_cfg.sample_translations),
         attention_plot=bool(trainer_cfg.attention_plot),
     )
-
-
-def _progress_setting(cfg: DictConfig) -> bool | None:
-    setting = str(cfg.trainer.progress_bar).lower()
-    return None if setting == "auto" else setting in ("true", "1", "yes")
 
 
 def write_summary(run_dir: Path, cfg: DictConfig, state: Any, n_params: int, reporter: Reporter) -> None:

@@ -1,20 +1,39 @@
-"""Decoding (greedy, beam, sampling) and corpus scoring with sacreBLEU."""
+"""Decoding and scoring. One concept per module:
+
+options.py      SearchOptions: every search setting, in one object (the `decode` config group)
+common.py       Hypothesis, the per-step rules (length limits, n-gram blocking, forced prefixes)
+penalties.py    pure functions those rules use: length penalty, limits, n-gram blocking, top-k/top-p
+greedy.py       greedy search, and the single-path loop it shares with sampling
+sampling.py     temperature / top-k / nucleus sampling, seeded
+beam.py         batched beam search with in-place KV-cache reordering
+search.py       search(): the search a SearchOptions describes; search_ids(): many sentences, batched
+loading.py      a model and its tokenizers rebuilt from a checkpoint file alone
+translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
+text_input.py   reading text to translate or score (file or stdin, strict or lenient UTF-8)
+score.py        BLEU, chrF and TER with sacreBLEU signatures
+attention_plot.py  cross-attention heat maps
+"""
 
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.common import Hypothesis, Prefix
 from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import length_penalty, no_repeat_ngram_allowed, top_k_top_p_filter
 from seq2seq.decode.sampling import sampling_search
 from seq2seq.decode.score import score_corpus
+from seq2seq.decode.search import search, search_ids
 
 __all__ = [
     "Hypothesis",
     "Prefix",
+    "SearchOptions",
     "beam_search",
     "greedy_search",
     "length_penalty",
     "no_repeat_ngram_allowed",
     "sampling_search",
     "score_corpus",
+    "search",
+    "search_ids",
     "top_k_top_p_filter",
 ]

@@ -40,6 +40,7 @@ from seq2seq.decode.common import (
     finished_hypothesis,
     next_token_logprobs_,
 )
+from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import NEG_INF
 from seq2seq.errors import UserError
 from seq2seq.nn.kv_cache import DecoderState
@@ -51,7 +52,7 @@ class _Beams:
 
     sentences: list[int]  # original index of each current sentence
     tokens: Tensor  # (B * K, 1 + step): bos and the output so far
-    positional: Tensor  # (B * K, step): each output token's log-probability
+    positional_scores: Tensor  # (B * K, step): each output token's log-probability
     scores: Tensor  # (B, K): summed log-probabilities
     rules: StepRules
 
@@ -70,86 +71,80 @@ class _Candidates:
 def beam_search(
     model: nn.Module,
     src: Tensor,
+    options: SearchOptions,
     *,
-    beam_size: int = 5,
-    nbest: int = 1,
-    length_penalty: float = 1.0,
-    max_len_a: float = 1.2,
-    max_len_b: float = 10,
-    min_len: int = 0,
-    no_repeat_ngram_size: int = 0,
     prefix: Prefix = None,
-    stop_early: bool = True,
     bos_id: int = 2,
     eos_id: int = 3,
     pad_id: int = 0,
 ) -> list[list[Hypothesis]]:
-    """The `nbest` best hypotheses per sentence, best first (score = log_prob / GNMT penalty).
+    """The `options.nbest` best hypotheses per sentence, best first (score = log_prob / GNMT penalty).
 
-    `length_penalty` is the GNMT alpha (0 = rank by summed log-probability). `prefix` forces the
-    first output tokens: one shared list, one list per sentence (lengths may differ), or a (B, P)
-    tensor right-padded with pad_id; forced tokens count in the output, score and length.
+    `options.length_penalty` is the GNMT alpha (0 = rank by summed log-probability); `options.stop_early`
+    chooses when a sentence is done (module docstring). `prefix` forces the first output tokens: one
+    shared list, one list per sentence (lengths may differ), or a (B, P) tensor right-padded with pad_id;
+    forced tokens count in the output, score and length.
     Shapes: src (B, S) right-padded with pad_id -> B lists of `nbest` hypotheses.
     """
-    check_search_arguments(model, src, min_len=min_len, max_len_a=max_len_a, max_len_b=max_len_b)
+    check_search_arguments(model, src, options)
+    beam_size, nbest = options.beam_size, options.nbest
     if beam_size < 1 or not 1 <= nbest <= beam_size:
         raise UserError(f"beam_size={beam_size}, nbest={nbest}: need 1 <= nbest <= beam_size")
     rules = build_rules(
-        src,
-        copies=beam_size,
-        min_len=min_len,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        no_repeat_ngram_size=no_repeat_ngram_size,
-        prefix=prefix,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        pad_id=pad_id,
+        src, options, copies=beam_size, prefix=prefix, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id
     )
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
-    max_steps = cache_steps(max(limits, default=0))
-    state = model.init_state(model.encode(src), beam_size=beam_size, max_steps=max_steps)
-    batch, device = src.shape[0], src.device
-    scores = torch.full((batch, beam_size), NEG_INF, device=device)
-    scores[:, 0] = 0.0  # the K beams start identical: expand only the first
-    beams = _Beams(
-        list(range(batch)),
-        torch.full((batch * beam_size, 1), bos_id, dtype=torch.long, device=device),
-        torch.zeros(batch * beam_size, 0, device=device),
-        scores,
-        rules,
+    state = model.init_state(
+        model.encode(src), beam_size=beam_size, max_steps=cache_steps(max(limits, default=0))
     )
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+    beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(src.shape[0])]
     while beams.sentences:
-        step = beams.tokens.shape[1] - 1
         logits, state = model.decode_step(beams.tokens[:, -1:], state)  # (N, V)
         logprobs = constrain_(next_token_logprobs_(logits), beams.tokens, beams.rules)
-        candidates = _top_candidates(logprobs, beams.scores)
-        picks, report = _split(
-            candidates,
-            beams.rules,
-            beam_size=beam_size,
-            step=step,
-            eos_id=eos_id,
-            alpha=length_penalty,
-            exact=not stop_early,
-        )
-        rows = report.tolist()  # the step's one required host sync; plain floats from here on
-        _finish(finished, beams, rows, alpha=length_penalty)
-        done = [
-            _sentence_done(
-                finished[sentence],
-                rows[i][-1],
-                step=step,
-                limit=limits[sentence],
-                beam_size=beam_size,
-                nbest=nbest,
-                exact=not stop_early,
-            )
-            for i, sentence in enumerate(beams.sentences)
-        ]
-        _advance(beams, state, candidates, picks, done)
+        _step(beams, state, logprobs, finished, limits=limits, options=options)
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest] for hyps in finished]
+
+
+def _initial_beams(batch: int, beam_size: int, rules: StepRules, *, device: torch.device) -> _Beams:
+    """K identical beams per sentence holding only bos; only the first is expanded at the first step."""
+    scores = torch.full((batch, beam_size), NEG_INF, device=device)  # (B, K)
+    scores[:, 0] = 0.0
+    tokens = torch.full((batch * beam_size, 1), rules.bos_id, dtype=torch.long, device=device)  # (B*K, 1)
+    return _Beams(list(range(batch)), tokens, torch.zeros(batch * beam_size, 0, device=device), scores, rules)
+
+
+def _step(
+    beams: _Beams,
+    state: DecoderState,
+    logprobs: Tensor,
+    finished: list[list[Hypothesis]],
+    *,
+    limits: list[int],
+    options: SearchOptions,
+) -> None:
+    """Steps 2-4 of the module docstring, given the step's constrained log-probabilities (B*K, V)."""
+    step = beams.tokens.shape[1] - 1
+    exact, alpha = not options.stop_early, options.length_penalty
+    candidates = _top_candidates(logprobs, beams.scores)
+    picks, report = _split(
+        candidates, beams.rules, beam_size=options.beam_size, step=step, alpha=alpha, exact=exact
+    )
+    rows = report.tolist()  # the step's one required host sync; plain floats from here on
+    _finish(finished, beams, rows, alpha=alpha)
+    done = [
+        _sentence_done(
+            finished[sentence],
+            rows[i][-1],
+            step=step,
+            limit=limits[sentence],
+            beam_size=options.beam_size,
+            nbest=options.nbest,
+            exact=exact,
+        )
+        for i, sentence in enumerate(beams.sentences)
+    ]
+    _advance(beams, state, candidates, picks, done)
 
 
 def _top_candidates(logprobs: Tensor, scores: Tensor) -> _Candidates:
@@ -204,7 +199,6 @@ def _split(
     *,
     beam_size: int,
     step: int,
-    eos_id: int,
     alpha: float,
     exact: bool,
 ) -> tuple[Tensor, Tensor]:
@@ -215,7 +209,7 @@ def _split(
     log-probabilities, and an upper bound on any live beam's final score.
     """
     batch, width = candidates.scores.shape
-    is_eos = (candidates.tokens == eos_id) & torch.isfinite(candidates.scores)  # (B, 2K)
+    is_eos = (candidates.tokens == rules.eos_id) & torch.isfinite(candidates.scores)  # (B, 2K)
     order = is_eos.long() * width + torch.arange(width, device=is_eos.device)  # non-eos first, by rank
     picks = order.topk(beam_size, dim=1, largest=False).indices  # (B, K), ascending rank
     eos_scores = candidates.scores[:, :beam_size].masked_fill(~is_eos[:, :beam_size], NEG_INF)
@@ -251,7 +245,7 @@ def _finish(
     rows = [i * beam_size + int(report[i][beam_size + rank]) for i, rank in ends]
     index = torch.tensor(rows, device=beams.tokens.device)
     outputs = beams.tokens.index_select(0, index)[:, 1:].tolist()
-    logprobs = beams.positional.index_select(0, index).tolist()
+    logprobs = beams.positional_scores.index_select(0, index).tolist()
     for (i, rank), output, scores in zip(ends, outputs, logprobs):
         scores.append(report[i][2 * beam_size + rank])
         finished[beams.sentences[i]].append(finished_hypothesis(output, scores, alpha))
@@ -287,7 +281,9 @@ def _advance(
         beams.sentences = [s for s, d in zip(beams.sentences, done) if not d]
     index = rows.reshape(-1)  # (B' * K,)
     beams.tokens = torch.cat([beams.tokens.index_select(0, index), tokens.reshape(-1, 1)], dim=1)
-    beams.positional = torch.cat([beams.positional.index_select(0, index), logprobs.reshape(-1, 1)], dim=1)
+    beams.positional_scores = torch.cat(
+        [beams.positional_scores.index_select(0, index), logprobs.reshape(-1, 1)], dim=1
+    )
     beams.scores = scores
     beams.rules = beams.rules.select(index)
     if index.numel():

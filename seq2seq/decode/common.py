@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import (
     NEG_INF,
     force_tokens,
@@ -152,51 +153,44 @@ def prepare_prefix(
     return torch.tensor(padded, dtype=torch.long, device=device)
 
 
-def check_search_arguments(
-    model: nn.Module, src: Tensor, *, min_len: int, max_len_a: float, max_len_b: float
-) -> None:
+def check_search_arguments(model: nn.Module, src: Tensor, options: SearchOptions) -> None:
     if src.dim() != 2 or src.dtype != torch.long:
         raise UserError(f"src must be a (batch, length) LongTensor, got {tuple(src.shape)} {src.dtype}")
-    if min_len < 0 or max_len_a < 0:
-        raise UserError(f"min_len={min_len} and max_len_a={max_len_a} must be non-negative")
-    if max_len_b < 0 and max_len_a == 0:
-        raise UserError(f"max_len_b={max_len_b} with max_len_a=0 allows no output; pass max_len_b >= 0")
+    if options.min_len < 0 or options.max_len_a < 0:
+        raise UserError(f"min_len={options.min_len} and max_len_a={options.max_len_a} must be non-negative")
+    if options.max_len_b < 0 and options.max_len_a == 0:
+        raise UserError(
+            f"max_len_b={options.max_len_b} with max_len_a=0 allows no output; pass max_len_b >= 0"
+        )
     if model.training:
         log.warning("decoding with a model in training mode (dropout active); call model.eval() first")
 
 
 def build_rules(
-    src: Tensor,
-    *,
-    copies: int,
-    min_len: int,
-    max_len_a: float,
-    max_len_b: float,
-    no_repeat_ngram_size: int,
-    prefix: Prefix,
-    bos_id: int,
-    eos_id: int,
-    pad_id: int,
+    src: Tensor, options: SearchOptions, *, copies: int, prefix: Prefix, bos_id: int, eos_id: int, pad_id: int
 ) -> StepRules:
-    """Rules for B * copies rows (row b * copies + k belongs to sentence b)."""
+    """The length limits and constraints of `options` for B * copies rows (row b * copies + k belongs to
+    sentence b), built once per search."""
     forced = prepare_prefix(
         prefix, src.shape[0], device=src.device, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id
     )
     prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != pad_id).sum(dim=1)
-    limits = max_output_lengths(source_lengths(src, pad_id), a=max_len_a, b=max_len_b)  # (B,)
+    limits = max_output_lengths(source_lengths(src, pad_id), a=options.max_len_a, b=options.max_len_b)  # (B,)
     max_lens = torch.maximum(limits, prefix_lengths)  # a forced prefix always fits
     if copies > 1:
         max_lens = max_lens.repeat_interleave(copies)
         forced = None if forced is None else forced.repeat_interleave(copies, dim=0)
     first_limit = int(max_lens.min()) if max_lens.numel() else 0
-    return StepRules(min_len, max_lens, first_limit, forced, no_repeat_ngram_size, bos_id, eos_id, pad_id)
+    return StepRules(
+        options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, bos_id, eos_id, pad_id
+    )
 
 
-def finished_hypothesis(tokens: list[int], positional: list[float], alpha: float) -> Hypothesis:
+def finished_hypothesis(tokens: list[int], positional_scores: list[float], alpha: float) -> Hypothesis:
     """A Hypothesis from output tokens (without bos/eos) and per-token log-probs (eos's included)."""
-    log_prob = float(sum(positional))
+    log_prob = float(sum(positional_scores))
     score = log_prob / float(length_penalty(len(tokens) + 1, alpha))
-    return Hypothesis(tokens=tokens, score=score, log_prob=log_prob, positional_scores=positional)
+    return Hypothesis(tokens=tokens, score=score, log_prob=log_prob, positional_scores=positional_scores)
 
 
 __all__ = ["Hypothesis", "Prefix", "StepRules", "build_rules", "constrain_", "prepare_prefix"]

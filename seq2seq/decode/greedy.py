@@ -23,19 +23,18 @@ from seq2seq.decode.common import (
     finished_hypothesis,
     next_token_logprobs_,
 )
+from seq2seq.decode.options import SearchOptions
 
 # Next-token log-probabilities (N, V), already constrained -> chosen tokens (N,).
 Chooser = Callable[[Tensor], Tensor]
+GREEDY = SearchOptions()
 
 
 def greedy_search(
     model: nn.Module,
     src: Tensor,
+    options: SearchOptions = GREEDY,
     *,
-    max_len_a: float = 1.2,
-    max_len_b: float = 10,
-    min_len: int = 0,
-    no_repeat_ngram_size: int = 0,
     prefix: Prefix = None,
     bos_id: int = 2,
     eos_id: int = 3,
@@ -43,17 +42,15 @@ def greedy_search(
 ) -> list[Hypothesis]:
     """The most likely next token at every step, for a batch of right-padded sources.
 
+    Uses the length rules of `options` (beam size, length penalty and sampling settings do not apply).
     Shapes: src (B, S) -> B hypotheses; score = log_prob (no length penalty).
     """
     paths = decode_paths(
         model,
         src,
+        options,
         choose=lambda logprobs: logprobs.argmax(dim=-1),
         copies=1,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        min_len=min_len,
-        no_repeat_ngram_size=no_repeat_ngram_size,
         prefix=prefix,
         bos_id=bos_id,
         eos_id=eos_id,
@@ -66,38 +63,26 @@ def greedy_search(
 def decode_paths(
     model: nn.Module,
     src: Tensor,
+    options: SearchOptions,
     *,
     choose: Chooser,
     copies: int,
-    max_len_a: float,
-    max_len_b: float,
-    min_len: int,
-    no_repeat_ngram_size: int,
     prefix: Prefix,
     bos_id: int,
     eos_id: int,
     pad_id: int,
 ) -> list[list[Hypothesis]]:
     """Decode `copies` independent paths per sentence; returns B lists of `copies` hypotheses."""
-    check_search_arguments(model, src, min_len=min_len, max_len_a=max_len_a, max_len_b=max_len_b)
+    check_search_arguments(model, src, options)
     rules = build_rules(
-        src,
-        copies=copies,
-        min_len=min_len,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        no_repeat_ngram_size=no_repeat_ngram_size,
-        prefix=prefix,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        pad_id=pad_id,
+        src, options, copies=copies, prefix=prefix, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id
     )
     max_steps = cache_steps(int(rules.max_lens.max()) if rules.max_lens.numel() else 0)
     state = model.init_state(model.encode(src), beam_size=copies, max_steps=max_steps)
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row
     tokens = torch.full((total, 1), bos_id, dtype=torch.long, device=src.device)  # (N, 1 + step)
-    positional = torch.zeros(total, 0, device=src.device)  # (N, step) chosen tokens' log-probs
+    positional_scores = torch.zeros(total, 0, device=src.device)  # (N, step) chosen tokens' log-probs
     finished = torch.zeros(total, dtype=torch.bool, device=src.device)
     results: list[Hypothesis | None] = [None] * total
     while rows.numel():
@@ -107,24 +92,25 @@ def decode_paths(
         chosen = logprobs.gather(1, choice[:, None]).squeeze(1).masked_fill(finished, 0.0)  # (N,)
         finished |= choice == eos_id
         tokens = torch.cat([tokens, choice[:, None]], dim=1)
-        positional = torch.cat([positional, chosen[:, None]], dim=1)
+        positional_scores = torch.cat([positional_scores, chosen[:, None]], dim=1)
         done = int(finished.sum())  # the one host sync of the step
         if done and 4 * done >= rows.numel():
-            _collect(results, rows, tokens, positional, finished, eos_id)
+            _collect(results, rows, tokens, positional_scores, finished, eos_id)
             keep = (~finished).nonzero().squeeze(1)  # (N',)
             if keep.numel():
                 state.reorder(keep)
-            rows, tokens, positional = rows[keep], tokens[keep], positional[keep]
+            rows, tokens, positional_scores = rows[keep], tokens[keep], positional_scores[keep]
             finished, rules = finished[keep], rules.select(keep)
     return [results[b * copies : (b + 1) * copies] for b in range(src.shape[0])]  # type: ignore[misc]
 
 
 def _collect(
-    results: list, rows: Tensor, tokens: Tensor, positional: Tensor, finished: Tensor, eos_id: int
+    results: list, rows: Tensor, tokens: Tensor, positional_scores: Tensor, finished: Tensor, eos_id: int
 ) -> None:
     """Store the finished rows' hypotheses (tokens up to eos; log-probs up to and including it)."""
     index = finished.nonzero().squeeze(1)
-    ids, outputs, logprobs = rows[index].tolist(), tokens[index, 1:].tolist(), positional[index].tolist()
+    ids, outputs = rows[index].tolist(), tokens[index, 1:].tolist()
+    logprobs = positional_scores[index].tolist()
     for row, output, scores in zip(ids, outputs, logprobs):
         end = output.index(eos_id)
         results[row] = finished_hypothesis(output[:end], scores[: end + 1], 0.0)

@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from seq2seq.decode.common import Hypothesis, Prefix
 from seq2seq.decode.greedy import decode_paths
+from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import top_k_top_p_filter
 from seq2seq.errors import UserError
 
@@ -14,36 +15,30 @@ from seq2seq.errors import UserError
 def sampling_search(
     model: nn.Module,
     src: Tensor,
+    options: SearchOptions,
     *,
     generator: torch.Generator | None = None,
-    temperature: float = 1.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    num_samples: int = 1,
-    max_len_a: float = 1.2,
-    max_len_b: float = 10,
-    min_len: int = 0,
-    no_repeat_ngram_size: int = 0,
     prefix: Prefix = None,
     bos_id: int = 2,
     eos_id: int = 3,
     pad_id: int = 0,
 ) -> list[list[Hypothesis]]:
-    """`num_samples` independent samples per sentence from softmax(logits / temperature), filtered.
+    """`options.nbest` independent samples per sentence from softmax(logits / temperature), filtered.
 
     top_k = 0 and top_p = 1 disable the filters; top_k = 1 is greedy search. The same generator
     state and inputs give the same samples (the generator must live on src's device). Scores are
     the model's own log-probabilities (temperature 1, unfiltered), so samples rank like beams.
-    Shapes: src (B, S) -> B lists of `num_samples` hypotheses.
+    Shapes: src (B, S) -> B lists of `options.nbest` hypotheses.
     """
+    temperature, top_k, top_p = options.temperature, options.top_k, options.top_p
     if temperature <= 0:
         raise UserError(
             f"temperature={temperature} must be positive; for temperature 0 use greedy search (decode=greedy)"
         )
-    if top_k < 0 or not 0.0 < top_p <= 1.0 or num_samples < 1:
+    if top_k < 0 or not 0.0 < top_p <= 1.0 or options.nbest < 1:
         raise UserError(
-            f"top_k={top_k}, top_p={top_p}, num_samples={num_samples}: "
-            "need top_k >= 0, 0 < top_p <= 1 and num_samples >= 1"
+            f"top_k={top_k}, top_p={top_p}, nbest={options.nbest}: "
+            "need top_k >= 0, 0 < top_p <= 1 and nbest >= 1"
         )
 
     def choose(logprobs: Tensor) -> Tensor:
@@ -53,12 +48,9 @@ def sampling_search(
     return decode_paths(
         model,
         src,
+        options,
         choose=choose,
-        copies=num_samples,
-        max_len_a=max_len_a,
-        max_len_b=max_len_b,
-        min_len=min_len,
-        no_repeat_ngram_size=no_repeat_ngram_size,
+        copies=options.nbest,
         prefix=prefix,
         bos_id=bos_id,
         eos_id=eos_id,

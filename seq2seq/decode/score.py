@@ -6,9 +6,7 @@ a score comparable with published ones, so it travels with every number this mod
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
@@ -104,32 +102,4 @@ def format_scores(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(f"{r['text']}\n  signature: {r['signature']}" for r in results.values())
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """A UTF-8 text file's lines without line endings; "-" reads stdin. Problems are one-line UserErrors."""
-    name = "<stdin>" if str(path) == "-" else str(path)
-    try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"{name} does not exist; check the path") from None
-    except IsADirectoryError:
-        raise UserError(f"{name} is a directory; pass a text file with one sentence per line") from None
-    except OSError as error:
-        raise UserError(f"cannot read {name}: {error.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise UserError(
-            f"{name} line {line} is not valid UTF-8 (byte 0x{data[error.start]:02x} at column "
-            f"{column}); re-encode the file as UTF-8"
-        ) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]  # a byte-order mark is not part of the first sentence
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline ends the last line; it does not start another
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-__all__ = ["DEFAULT_METRICS", "METRICS", "format_scores", "read_lines", "score_corpus"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "format_scores", "score_corpus"]

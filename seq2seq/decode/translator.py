@@ -1,169 +1,192 @@
-"""Translate many sentences: sort by length, batch by a token budget, search, restore input order.
+"""The Python API for a trained model: load it once, translate lists of sentences.
 
-Shared by validation during training and by `seq2seq-translate`.
+    from seq2seq import Translator
+
+    translator = Translator.from_checkpoint("runs/quickstart/best.pt")
+    translator.translate(["In the beginning was the Word."])        # beam 5 -> ["En el principio ..."]
+    translator.translate(texts, beam_size=8, nbest=3, return_scores=True)  # 3 (text, score) per text
+
+Input policy, the same as seq2seq-translate's (which is a thin layer over this class): one result per
+input text; an empty or whitespace-only text gives ""; control characters are removed and spaces
+squeezed (`clean_line`); a text longer than `max_input_tokens` is truncated (the count is logged),
+split into chunks translated separately and joined (`long_lines="split"`), or refused
+(`long_lines="error"`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import nullcontext
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
-from seq2seq.decode.beam import beam_search
-from seq2seq.decode.greedy import greedy_search
-from seq2seq.decode.sampling import sampling_search
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.loading import load_for_inference
+from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.search import search_ids
+from seq2seq.decode.text_input import clean_line
 from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+LONG_LINE_POLICIES = ("truncate", "split", "error")
+PRECISIONS = ("fp32", "bf16")
+DEFAULT_OPTIONS = SearchOptions(beam_size=5)  # configs/decode/beam.yaml; a test keeps the two equal
 
 
 @dataclass
-class SearchOptions:
-    """How to search; the `decode` config group holds the same keys."""
+class EncodedInput:
+    """Texts as the model reads them: one or more pieces per text (more with long_lines="split")."""
 
-    beam_size: int = 1
-    nbest: int = 1
-    length_penalty: float = 1.0
-    max_len_a: float = 1.2
-    max_len_b: int = 10
-    min_len: int = 0
-    no_repeat_ngram_size: int = 0
-    sampling: bool = False  # sample instead of searching: nbest samples per sentence
-    temperature: float = 1.0
-    top_k: int = 0  # 0 = no top-k filter
-    top_p: float = 1.0  # 1 = no nucleus filter
-    seed: int = 0  # with sampling: the same seed and input give the same output
+    sources: list[list[int]]  # token ids ending in eos per piece; [] for an empty text
+    owners: list[int]  # the index of the text each piece belongs to
+    n_texts: int
+
+
+class Translator:
+    """A model with its tokenizers, search settings and input policy."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        *,
+        device: str | torch.device = "cpu",
+        precision: str = "fp32",
+        options: SearchOptions = DEFAULT_OPTIONS,
+        max_input_tokens: int | None = None,
+        long_lines: str = "truncate",
+        step: int = 0,
+    ) -> None:
+        if precision not in PRECISIONS:
+            raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
+        if long_lines not in LONG_LINE_POLICIES:
+            raise UserError(
+                f"long_lines={long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
+            )
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
+        self.precision, self.options, self.long_lines, self.step = precision, options, long_lines, step
+        self.max_input_tokens = (
+            max_input_tokens or int(getattr(model, "config", {}).get("max_positions", 1024)) - 1
+        )
 
     @classmethod
-    def from_config(cls, decode: Mapping[str, Any]) -> SearchOptions:
-        """The options of a `decode` config group; a value of the wrong type is a one-line UserError.
+    def from_checkpoint(
+        cls,
+        path: str | Path,
+        *,
+        device: str | torch.device = "cpu",
+        precision: str = "fp32",
+        options: SearchOptions = DEFAULT_OPTIONS,
+        max_input_tokens: int | None = None,
+        long_lines: str = "truncate",
+    ) -> Translator:
+        """Model and tokenizers from a checkpoint file alone (no config files, no data)."""
+        loaded = load_for_inference(Path(path), torch.device(device))
+        return cls(
+            loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, device=device, precision=precision,
+            options=options, max_input_tokens=max_input_tokens, long_lines=long_lines, step=loaded.step,
+        )  # fmt: skip
 
-        Keys that are not search options are ignored (config groups may carry comments-as-keys).
+    # ------------------------------------------------------------------ the one-call API
+    def translate(
+        self,
+        texts: Sequence[str],
+        *,
+        beam_size: int | None = None,
+        nbest: int | None = None,
+        length_penalty: float | None = None,
+        max_len_a: float | None = None,
+        max_len_b: int | None = None,
+        return_scores: bool = False,
+        batch_tokens: int = 4096,
+        options: SearchOptions | None = None,
+    ) -> list[Any]:
+        """Translations of `texts`, in order. Arguments left None keep `options` (default: this
+        Translator's). Returns one string per text; with `return_scores`, (text, score) pairs; with
+        nbest > 1, a list of nbest of those per text. A text split into pieces joins the pieces'
+        k-th hypotheses, and its score is the sum of theirs.
         """
-        values = {}
-        for name, field in cls.__dataclass_fields__.items():
-            if name not in decode:
-                continue
-            value, kind = decode[name], {"int": int, "float": float, "bool": bool}[field.type]
-            if kind is float and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                example = f"decode.{name}={field.default}"
-                raise UserError(f"decode.{name}={value!r} must be {field.type}; e.g. {example}")
-            values[name] = value
-        return cls(**values)
+        options = (options or self.options).replace(
+            beam_size=beam_size, nbest=nbest, length_penalty=length_penalty, max_len_a=max_len_a,
+            max_len_b=max_len_b,
+        )  # fmt: skip
+        encoded = self.encode(texts)
+        results = self.search(encoded.sources, options, max_tokens=batch_tokens)
+        joined = self.join_pieces(encoded, results)
+        shaped = [[(text, score) if return_scores else text for text, score in nbest] for nbest in joined]
+        return shaped if options.nbest > 1 else [nbest[0] for nbest in shaped]
 
-    def describe(self) -> str:
-        """A few words for logs: "beam 5", "greedy", "sampling (temperature 1.0, top-k 0, top-p 0.9)"."""
-        if self.sampling:
-            return f"sampling (temperature {self.temperature}, top-k {self.top_k}, top-p {self.top_p})"
-        return "greedy search" if self.beam_size == 1 and self.nbest == 1 else f"beam {self.beam_size}"
-
-
-def length_sorted_batches(
-    lengths: list[int], max_tokens: int, max_sentences: int = 256
-) -> Iterator[list[int]]:
-    """Indices grouped so that (sentences x longest length) stays within max_tokens, longest first."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batch: list[int] = []
-    for index in order:
-        longest = lengths[batch[0]] if batch else lengths[index]
-        if batch and ((len(batch) + 1) * longest > max_tokens or len(batch) >= max_sentences):
-            yield batch
-            batch = []
-        batch.append(index)
-    if batch:
-        yield batch
-
-
-def pad_batch(sequences: list[list[int]], pad_id: int) -> torch.Tensor:
-    """Shapes: list of B token lists -> (B, longest) right-padded."""
-    longest = max(len(s) for s in sequences)
-    out = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-    return out
-
-
-@torch.inference_mode()
-def search_ids(
-    model: nn.Module,
-    sources: list[list[int]],
-    *,
-    options: SearchOptions,
-    bos_id: int,
-    eos_id: int,
-    pad_id: int,
-    device: torch.device,
-    max_tokens: int = 4096,
-    precision: str = "fp32",
-    on_batch: Callable[[int], Any] | None = None,
-) -> list[list[Any]]:
-    """Search every source (token ids ending in eos); returns the n-best hypotheses per source, in order.
-
-    An empty source list element yields an empty hypothesis list (the caller writes an empty line).
-    """
-    model.eval()
-    results: list[list[Any]] = [[] for _ in sources]
-    lengths = [len(s) for s in sources]
-    todo = [i for i, n in enumerate(lengths) if n > 0]
-    generator = torch.Generator(device=device).manual_seed(options.seed) if options.sampling else None
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
-    for batch in length_sorted_batches([lengths[i] for i in todo], max_tokens):
-        indices = [todo[i] for i in batch]
-        src = pad_batch([sources[i] for i in indices], pad_id).to(device)  # (B, S)
-        with autocast:
-            hypotheses = _search(
-                model, src, options, generator=generator, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id
+    # ------------------------------------------------------------------ the steps, for the CLI
+    def encode(self, texts: Sequence[str]) -> EncodedInput:
+        """Clean each text and split it into pieces of at most `max_input_tokens` tokens (+ eos)."""
+        limit, tokenizer = self.max_input_tokens, self.src_tokenizer
+        sources: list[list[int]] = []
+        owners: list[int] = []
+        truncated = 0
+        for number, text in enumerate(texts):
+            line = clean_line(text)
+            ids = tokenizer.encode(line) if line else []
+            if len(ids) > limit and self.long_lines == "error":
+                raise UserError(
+                    f"input line {number + 1} has {len(ids)} tokens, more than the limit of {limit}; "
+                    "pass long_lines=truncate or long_lines=split"
+                )
+            if len(ids) > limit and self.long_lines == "truncate":
+                ids, truncated = ids[:limit], truncated + 1
+            for start in range(0, max(len(ids), 1), limit):
+                chunk = ids[start : start + limit]
+                sources.append(chunk + [tokenizer.eos_id] if chunk else [])
+                owners.append(number)
+        if truncated:
+            log.warning(
+                "%d line(s) longer than %d tokens were truncated (long_lines=truncate)", truncated, limit
             )
-        for index, nbest in zip(indices, hypotheses):
-            results[index] = nbest
-        if on_batch is not None:
-            on_batch(len(indices))
-    return results
+        return EncodedInput(sources=sources, owners=owners, n_texts=len(texts))
+
+    def search(
+        self,
+        sources: list[list[int]],
+        options: SearchOptions | None = None,
+        *,
+        max_tokens: int = 4096,
+        prefixes: list[list[int]] | None = None,
+        on_batch: Callable[[int], Any] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """The n-best hypotheses of every source (token ids ending in eos; [] gives [])."""
+        tokenizer = self.tgt_tokenizer
+        return search_ids(
+            self.model, sources, options=options or self.options, bos_id=tokenizer.bos_id,
+            eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id, device=self.device, max_tokens=max_tokens,
+            precision=self.precision, prefixes=prefixes, on_batch=on_batch,
+        )  # fmt: skip
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return self.tgt_tokenizer.decode(tokens)
+
+    def join_pieces(
+        self, encoded: EncodedInput, results: list[list[Hypothesis]]
+    ) -> list[list[tuple[str, float]]]:
+        """Per text, its n-best (text, score) pairs: the pieces' k-th hypotheses joined with spaces."""
+        pieces: list[list[list[Hypothesis]]] = [[] for _ in range(encoded.n_texts)]
+        for owner, nbest in zip(encoded.owners, results):
+            if nbest:
+                pieces[owner].append(nbest)
+        joined = []
+        for parts in pieces:
+            depth = min((len(nbest) for nbest in parts), default=1)
+            texts = [[self.detokenize(nbest[k].tokens) for nbest in parts] for k in range(depth)]
+            scores = [sum(nbest[k].score for nbest in parts) for k in range(depth)]
+            joined.append([(" ".join(t for t in text if t), score) for text, score in zip(texts, scores)])
+        return joined
 
 
-def _search(
-    model: nn.Module,
-    src: torch.Tensor,
-    options: SearchOptions,
-    *,
-    generator: torch.Generator | None,
-    **ids: int,
-) -> list[list[Any]]:
-    common = dict(
-        max_len_a=options.max_len_a,
-        max_len_b=options.max_len_b,
-        min_len=options.min_len,
-        no_repeat_ngram_size=options.no_repeat_ngram_size,
-        **ids,
-    )
-    if options.sampling:
-        samples = sampling_search(
-            model,
-            src,
-            generator=generator,
-            temperature=options.temperature,
-            top_k=options.top_k,
-            top_p=options.top_p,
-            num_samples=options.nbest,
-            **common,
-        )
-        return [sorted(row, key=lambda h: h.score, reverse=True) for row in samples]
-    if options.beam_size == 1 and options.nbest == 1:
-        return [[hypothesis] for hypothesis in greedy_search(model, src, **common)]
-    return beam_search(
-        model,
-        src,
-        beam_size=options.beam_size,
-        nbest=options.nbest,
-        length_penalty=options.length_penalty,
-        **common,
-    )
-
-
-def best_tokens(results: Iterable[list[Any]]) -> list[list[int]]:
-    """The top hypothesis' tokens per source ([] where there was none)."""
-    return [list(nbest[0].tokens) if nbest else [] for nbest in results]
+__all__ = ["DEFAULT_OPTIONS", "LONG_LINE_POLICIES", "EncodedInput", "Translator"]

@@ -25,6 +25,7 @@ from seq2seq.errors import UserError
 from seq2seq.train import distributed
 from seq2seq.train.objective import batch_loss
 from seq2seq.train.optim import clip_gradients
+from seq2seq.train.precision import resolve_precision
 from seq2seq.train.rng import rng_state, set_rng_state
 
 log = logging.getLogger(__name__)
@@ -32,19 +33,20 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TrainerOptions:
-    """Explicit settings of the loop (the CLI fills them from the `trainer` config group)."""
+    """Explicit settings of the loop; the CLI fills them from the `trainer` config group, whose file
+    (configs/trainer/default.yaml) explains each. The defaults equal that file's (a test checks)."""
 
     max_updates: int = 100000
     max_epochs: int = 1000
     max_minutes: float | None = None
     update_freq: int = 1
     clip_norm: float | None = 1.0
-    precision: str = "fp32"
-    validate_every: int | None = 2000
-    validate_every_minutes: float | None = None
+    precision: str = "auto"
+    validate_every: int | None = None
+    validate_every_minutes: float | None = 5.0
     early_stop_patience: int | None = None
-    save_every: int | None = 2000
-    keep_last: int = 3
+    save_every: int | None = 1000
+    keep_last: int = 5
     log_every: int = 50
     max_consecutive_nonfinite: int = 10
 
@@ -94,6 +96,7 @@ class Trainer:
         self.extras = checkpoint_extras
         self.options = options
         self.device = device
+        self.precision = resolve_precision(options.precision, device)
         self.state = TrainState()
         self.stop_requested: str | None = None
         self._consecutive_nonfinite = 0
@@ -218,7 +221,7 @@ class Trainer:
             )
 
     def _autocast(self) -> Any:
-        if self.options.precision == "bf16":
+        if self.precision == "bf16":
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
         return nullcontext()
 

@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from seq2seq.decode.attention_plot import attention_figure
-from seq2seq.decode.translator import SearchOptions, best_tokens, pad_batch, search_ids
+from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.search import best_tokens, pad_batch, search_ids
 from seq2seq.train.objective import batch_loss
 
 log = logging.getLogger(__name__)

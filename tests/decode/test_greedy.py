@@ -7,6 +7,7 @@ import torch
 from decode_helpers import BOS, EOS, IDS, PAD, eos_biased, sources, teacher_forced
 
 from seq2seq.decode import greedy_search
+from seq2seq.decode.options import SearchOptions
 
 
 def test_greedy_picks_the_argmax_and_scores_by_teacher_forcing():
@@ -40,14 +41,16 @@ def test_greedy_output_does_not_depend_on_the_batch():
 def test_greedy_limits_prefix_and_ngram_blocking():
     src = sources([4, 9], seed=5)
     talkative = eos_biased(eos_bias=-30.0, seed=6)
-    out = greedy_search(talkative, src, max_len_a=2.0, max_len_b=1, **IDS)
+    out = greedy_search(talkative, src, SearchOptions(max_len_a=2.0, max_len_b=1), **IDS)
     assert [len(h.tokens) for h in out] == [9, 19]
     assert all(len(set(zip(h.tokens, h.tokens[1:]))) < len(h.tokens) - 1 for h in out)  # repeats bigrams
-    blocked = greedy_search(talkative, src, max_len_a=2.0, max_len_b=1, no_repeat_ngram_size=2, **IDS)
+    blocked = greedy_search(
+        talkative, src, SearchOptions(max_len_a=2.0, max_len_b=1, no_repeat_ngram_size=2), **IDS
+    )
     assert all(len(set(zip(h.tokens, h.tokens[1:]))) == len(h.tokens) - 1 for h in blocked)
     terse = eos_biased(eos_bias=30.0, seed=6)
     assert [h.tokens for h in greedy_search(terse, src, **IDS)] == [[], []]
-    assert [len(h.tokens) for h in greedy_search(terse, src, min_len=2, **IDS)] == [2, 2]
+    assert [len(h.tokens) for h in greedy_search(terse, src, SearchOptions(min_len=2), **IDS)] == [2, 2]
     prefixed = greedy_search(terse, src, prefix=[[7, 8], [5]], **IDS)
     assert [h.tokens for h in prefixed] == [[7, 8], [5]]
 
@@ -55,5 +58,5 @@ def test_greedy_limits_prefix_and_ngram_blocking():
 def test_greedy_drops_finished_rows():
     model = eos_biased(eos_bias=-30.0, seed=7)
     src = sources([2, 2, 2, 12], seed=8)  # three rows end after 3 tokens, one after 13
-    greedy_search(model, src, max_len_a=1.0, max_len_b=1, **IDS)
+    greedy_search(model, src, SearchOptions(max_len_a=1.0, max_len_b=1), **IDS)
     assert model.rows_per_step[:4] == [4, 4, 4, 4] and set(model.rows_per_step[4:]) == {1}

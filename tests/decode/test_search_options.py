@@ -5,17 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from seq2seq.decode.translator import SearchOptions
+from seq2seq.cli.common import config_dir
+from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 
 DECODE_CONFIGS = sorted((Path(__file__).parents[2] / "configs" / "decode").glob("*.yaml"))
 
 
+def composed_decode(option: str) -> dict:
+    """The `decode` group as Hydra composes it (beam.yaml and sample.yaml are diffs on greedy.yaml)."""
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose("translate", overrides=[f"decode={option}", "checkpoint=unused.pt"])
+    return OmegaConf.to_container(cfg.decode)
+
+
 @pytest.mark.parametrize("path", DECODE_CONFIGS, ids=lambda p: p.stem)
 def test_every_decode_group_gives_its_options(path: Path) -> None:
-    config = OmegaConf.to_container(OmegaConf.load(path))
+    config = composed_decode(path.stem)
     options = SearchOptions.from_config(config)
     for name, value in config.items():
         assert getattr(options, name) == value

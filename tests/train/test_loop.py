@@ -60,6 +60,8 @@ def make_trainer(
         max_updates=max_updates,
         update_freq=update_freq,
         validate_every=None,
+        validate_every_minutes=None,
+        precision="fp32",
         save_every=save_every,
         keep_last=2,
         log_every=1,

@@ -1,0 +1,115 @@
+"""Search many sentences: sort by length, batch by a token budget, search each batch, restore input order.
+
+Shared by validation during training and by the Translator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+from torch import nn
+
+from seq2seq.decode.beam import beam_search
+from seq2seq.decode.common import Hypothesis, Prefix
+from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.sampling import sampling_search
+
+
+def length_sorted_batches(
+    lengths: list[int], max_tokens: int, max_sentences: int = 256
+) -> Iterator[list[int]]:
+    """Indices grouped so that (sentences x longest length) stays within max_tokens, longest first."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batch: list[int] = []
+    for index in order:
+        longest = lengths[batch[0]] if batch else lengths[index]
+        if batch and ((len(batch) + 1) * longest > max_tokens or len(batch) >= max_sentences):
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
+
+
+def pad_batch(sequences: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Shapes: list of B token lists -> (B, longest) right-padded."""
+    longest = max(len(s) for s in sequences)
+    out = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        out[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+    return out
+
+
+@torch.inference_mode()
+def search_ids(
+    model: nn.Module,
+    sources: list[list[int]],
+    *,
+    options: SearchOptions,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    device: torch.device,
+    max_tokens: int = 4096,
+    precision: str = "fp32",
+    prefixes: Sequence[Sequence[int]] | None = None,
+    on_batch: Callable[[int], Any] | None = None,
+) -> list[list[Hypothesis]]:
+    """Search every source (token ids ending in eos); returns the n-best hypotheses per source, in order.
+
+    An empty source yields an empty hypothesis list (the caller writes an empty line). `prefixes`: the
+    output tokens forced at the start of each source's hypotheses (one list per source, [] for none).
+    """
+    model.eval()
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    lengths = [len(s) for s in sources]
+    todo = [i for i, n in enumerate(lengths) if n > 0]
+    generator = torch.Generator(device=device).manual_seed(options.seed) if options.sampling else None
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+    for batch in length_sorted_batches([lengths[i] for i in todo], max_tokens):
+        indices = [todo[i] for i in batch]
+        src = pad_batch([sources[i] for i in indices], pad_id).to(device)  # (B, S)
+        prefix = None if prefixes is None else [list(prefixes[i]) for i in indices]
+        with autocast:
+            hypotheses = search(
+                model, src, options, generator=generator, prefix=prefix, bos_id=bos_id, eos_id=eos_id,
+                pad_id=pad_id,
+            )  # fmt: skip
+        for index, nbest in zip(indices, hypotheses):
+            results[index] = nbest
+        if on_batch is not None:
+            on_batch(len(indices))
+    return results
+
+
+def search(
+    model: nn.Module,
+    src: torch.Tensor,
+    options: SearchOptions,
+    *,
+    generator: torch.Generator | None = None,
+    prefix: Prefix = None,
+    bos_id: int = 2,
+    eos_id: int = 3,
+    pad_id: int = 0,
+) -> list[list[Hypothesis]]:
+    """The search `options` describe (sampling, greedy or beam) on one batch: B n-best lists, best first.
+
+    Shapes: src (B, S) right-padded with pad_id -> B lists of hypotheses.
+    """
+    ids = {"prefix": prefix, "bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id}
+    if options.sampling:
+        samples = sampling_search(model, src, options, generator=generator, **ids)
+        return [sorted(row, key=lambda h: h.score, reverse=True) for row in samples]
+    if not options.searches_beams:
+        return [[hypothesis] for hypothesis in greedy_search(model, src, options, **ids)]
+    return beam_search(model, src, options, **ids)
+
+
+def best_tokens(results: Iterable[list[Any]]) -> list[list[int]]:
+    """The top hypothesis' tokens per source ([] where there was none)."""
+    return [list(nbest[0].tokens) if nbest else [] for nbest in results]
