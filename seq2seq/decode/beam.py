@@ -28,20 +28,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seq2seq.decode import penalties
 from seq2seq.decode.common import (
+    SPECIAL_IDS,
     Hypothesis,
     Prefix,
+    SpecialIds,
     StepRules,
-    build_rules,
-    cache_steps,
-    check_search_arguments,
-    constrain_,
     finished_hypothesis,
-    next_token_logprobs_,
+    next_token_scores,
+    start_search,
 )
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.penalties import NEG_INF
+from seq2seq.decode.penalties import NEG_INF, length_penalty
 from seq2seq.errors import UserError
 from seq2seq.nn.kv_cache import DecoderState
 
@@ -74,9 +72,7 @@ def beam_search(
     options: SearchOptions,
     *,
     prefix: Prefix = None,
-    bos_id: int = 2,
-    eos_id: int = 3,
-    pad_id: int = 0,
+    ids: SpecialIds = SPECIAL_IDS,
 ) -> list[list[Hypothesis]]:
     """The `options.nbest` best hypotheses per sentence, best first (score = log_prob / GNMT penalty).
 
@@ -86,22 +82,16 @@ def beam_search(
     forced tokens count in the output, score and length.
     Shapes: src (B, S) right-padded with pad_id -> B lists of `nbest` hypotheses.
     """
-    check_search_arguments(model, src, options)
     beam_size, nbest = options.beam_size, options.nbest
     if beam_size < 1 or not 1 <= nbest <= beam_size:
         raise UserError(f"beam_size={beam_size}, nbest={nbest}: need 1 <= nbest <= beam_size")
-    rules = build_rules(
-        src, options, copies=beam_size, prefix=prefix, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id
-    )
+    rules, state = start_search(model, src, options, copies=beam_size, prefix=prefix, ids=ids)
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
-    state = model.init_state(
-        model.encode(src), beam_size=beam_size, max_steps=cache_steps(max(limits, default=0))
-    )
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
     finished: list[list[Hypothesis]] = [[] for _ in range(src.shape[0])]
     while beams.sentences:
         logits, state = model.decode_step(beams.tokens[:, -1:], state)  # (N, V)
-        logprobs = constrain_(next_token_logprobs_(logits), beams.tokens, beams.rules)
+        logprobs = next_token_scores(logits, beams.tokens, beams.rules)
         _step(beams, state, logprobs, finished, limits=limits, options=options)
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest] for hyps in finished]
 
@@ -110,7 +100,7 @@ def _initial_beams(batch: int, beam_size: int, rules: StepRules, *, device: torc
     """K identical beams per sentence holding only bos; only the first is expanded at the first step."""
     scores = torch.full((batch, beam_size), NEG_INF, device=device)  # (B, K)
     scores[:, 0] = 0.0
-    tokens = torch.full((batch * beam_size, 1), rules.bos_id, dtype=torch.long, device=device)  # (B*K, 1)
+    tokens = torch.full((batch * beam_size, 1), rules.ids.bos, dtype=torch.long, device=device)  # (B*K, 1)
     return _Beams(list(range(batch)), tokens, torch.zeros(batch * beam_size, 0, device=device), scores, rules)
 
 
@@ -209,7 +199,7 @@ def _split(
     log-probabilities, and an upper bound on any live beam's final score.
     """
     batch, width = candidates.scores.shape
-    is_eos = (candidates.tokens == rules.eos_id) & torch.isfinite(candidates.scores)  # (B, 2K)
+    is_eos = (candidates.tokens == rules.ids.eos) & torch.isfinite(candidates.scores)  # (B, 2K)
     order = is_eos.long() * width + torch.arange(width, device=is_eos.device)  # non-eos first, by rank
     picks = order.topk(beam_size, dim=1, largest=False).indices  # (B, K), ascending rank
     eos_scores = candidates.scores[:, :beam_size].masked_fill(~is_eos[:, :beam_size], NEG_INF)
@@ -218,8 +208,8 @@ def _split(
     if exact:
         longest = rules.max_lens.view(batch, beam_size)[:, 0] + 1  # final length incl. eos
         bound = torch.maximum(
-            best_live / penalties.length_penalty(step + 2, alpha),
-            best_live / penalties.length_penalty(longest.double(), alpha).float(),
+            best_live / length_penalty(step + 2, alpha),
+            best_live / length_penalty(longest.double(), alpha).float(),
         )
         bound = bound.masked_fill(torch.isneginf(best_live), NEG_INF)
     report = torch.cat(

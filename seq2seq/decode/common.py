@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -27,12 +28,30 @@ from seq2seq.decode.penalties import (
     no_repeat_ngram_allowed,
 )
 from seq2seq.errors import UserError
+from seq2seq.nn.kv_cache import DecoderState
 
 log = logging.getLogger(__name__)
 
 # A shared prefix (list of ids or a (P,) tensor), per-sentence prefixes (list of lists, lengths may
-# differ), or a (B, P) tensor right-padded with pad_id.
+# differ), or a (B, P) tensor right-padded with the pad id.
 Prefix = Sequence[int] | Sequence[Sequence[int]] | Tensor | None
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    """The token ids a search treats specially. The defaults are every seq2seq tokenizer's
+    (seq2seq.data.tokenizer: pad=0, unk=1, bos=2, eos=3)."""
+
+    bos: int = 2
+    eos: int = 3
+    pad: int = 0
+
+    @classmethod
+    def of(cls, tokenizer: Any) -> SpecialIds:
+        return cls(bos=tokenizer.bos_id, eos=tokenizer.eos_id, pad=tokenizer.pad_id)
+
+
+SPECIAL_IDS = SpecialIds()
 
 
 @dataclass
@@ -52,11 +71,9 @@ class StepRules:
     min_len: int
     max_lens: Tensor  # (N,) long: output tokens allowed before eos
     first_limit: int  # a lower bound of max_lens, known on the host
-    prefix: Tensor | None  # (N, P) forced tokens, pad_id where free, or None
+    prefix: Tensor | None  # (N, P) forced tokens, ids.pad where free, or None
     no_repeat_ngram_size: int
-    bos_id: int
-    eos_id: int
-    pad_id: int
+    ids: SpecialIds
 
     def select(self, index: Tensor) -> StepRules:
         """The rules for rows `index` (after beams are reordered or finished sentences dropped)."""
@@ -67,9 +84,7 @@ class StepRules:
             self.first_limit,
             prefix,
             self.no_repeat_ngram_size,
-            self.bos_id,
-            self.eos_id,
-            self.pad_id,
+            self.ids,
         )
 
 
@@ -85,14 +100,34 @@ def next_token_logprobs_(logits: Tensor) -> Tensor:
     return torch.log_softmax(scores, dim=-1, out=scores)
 
 
+def next_token_scores(logits: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
+    """The step's constrained float32 log-probabilities, computed over `logits` (the caller gives them up).
+
+    Shapes: logits (N, V); tokens (N, 1 + step) = bos and the output so far -> (N, V).
+    """
+    return constrain_(next_token_logprobs_(logits), tokens, rules)
+
+
+def start_search(
+    model: nn.Module, src: Tensor, options: SearchOptions, *, copies: int, prefix: Prefix, ids: SpecialIds
+) -> tuple[StepRules, DecoderState]:
+    """What every search does first: check the arguments, build the rules for B * copies rows, encode
+    the sources and make the decoder state, its caches sized for the longest output allowed."""
+    check_search_arguments(model, src, options)
+    rules = build_rules(src, options, copies=copies, prefix=prefix, ids=ids)
+    longest = int(rules.max_lens.max()) if rules.max_lens.numel() else 0
+    state = model.init_state(model.encode(src), beam_size=copies, max_steps=cache_steps(longest))
+    return rules, state
+
+
 def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
     """Apply every rule to the next-token log-probabilities, in place.
 
     Shapes: logprobs (N, V); tokens (N, 1 + step) = bos and the output so far -> (N, V).
     """
     step = tokens.shape[1] - 1
-    logprobs[:, rules.pad_id] = NEG_INF
-    logprobs[:, rules.bos_id] = NEG_INF
+    logprobs[:, rules.ids.pad] = NEG_INF
+    logprobs[:, rules.ids.bos] = NEG_INF
     if rules.no_repeat_ngram_size > 0 and step >= rules.no_repeat_ngram_size - 1:
         allowed = no_repeat_ngram_allowed(tokens[:, 1:], rules.no_repeat_ngram_size, logprobs.shape[1])
         logprobs.masked_fill_(~allowed, NEG_INF)
@@ -102,10 +137,10 @@ def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
         min_len=rules.min_len,
         max_lens=rules.max_lens,
         first_limit=rules.first_limit,
-        eos_id=rules.eos_id,
+        eos_id=rules.ids.eos,
     )
     if rules.prefix is not None and step < rules.prefix.shape[1]:
-        logprobs = force_tokens(logprobs, rules.prefix[:, step], free_id=rules.pad_id)
+        logprobs = force_tokens(logprobs, rules.prefix[:, step], free_id=rules.ids.pad)
     return logprobs
 
 
@@ -124,9 +159,10 @@ def source_lengths(src: Tensor, pad_id: int) -> Tensor:
 
 
 def prepare_prefix(
-    prefix: Prefix, batch_size: int, *, device: torch.device, pad_id: int, bos_id: int, eos_id: int
+    prefix: Prefix, batch_size: int, *, device: torch.device, ids: SpecialIds
 ) -> Tensor | None:
-    """Normalise the forced prefixes to a (B, P) tensor right-padded with pad_id (None when empty)."""
+    """Normalise the forced prefixes to a (B, P) tensor right-padded with ids.pad (None when empty)."""
+    pad_id = ids.pad
     if prefix is None:
         return None
     if isinstance(prefix, Tensor):
@@ -144,9 +180,9 @@ def prepare_prefix(
     if width == 0:
         return None
     for row in rows:
-        if {pad_id, bos_id, eos_id} & set(row):
+        if {ids.pad, ids.bos, ids.eos} & set(row):
             raise UserError(
-                f"prefix {row} contains pad, bos or eos (ids {pad_id}, {bos_id}, {eos_id}); "
+                f"prefix {row} contains pad, bos or eos (ids {ids.pad}, {ids.bos}, {ids.eos}); "
                 "pass only the output tokens to force"
             )
     padded = [row + [pad_id] * (width - len(row)) for row in rows]
@@ -167,23 +203,21 @@ def check_search_arguments(model: nn.Module, src: Tensor, options: SearchOptions
 
 
 def build_rules(
-    src: Tensor, options: SearchOptions, *, copies: int, prefix: Prefix, bos_id: int, eos_id: int, pad_id: int
+    src: Tensor, options: SearchOptions, *, copies: int, prefix: Prefix, ids: SpecialIds
 ) -> StepRules:
     """The length limits and constraints of `options` for B * copies rows (row b * copies + k belongs to
     sentence b), built once per search."""
-    forced = prepare_prefix(
-        prefix, src.shape[0], device=src.device, pad_id=pad_id, bos_id=bos_id, eos_id=eos_id
-    )
-    prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != pad_id).sum(dim=1)
-    limits = max_output_lengths(source_lengths(src, pad_id), a=options.max_len_a, b=options.max_len_b)  # (B,)
+    forced = prepare_prefix(prefix, src.shape[0], device=src.device, ids=ids)
+    prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != ids.pad).sum(dim=1)
+    limits = max_output_lengths(
+        source_lengths(src, ids.pad), a=options.max_len_a, b=options.max_len_b
+    )  # (B,)
     max_lens = torch.maximum(limits, prefix_lengths)  # a forced prefix always fits
     if copies > 1:
         max_lens = max_lens.repeat_interleave(copies)
         forced = None if forced is None else forced.repeat_interleave(copies, dim=0)
     first_limit = int(max_lens.min()) if max_lens.numel() else 0
-    return StepRules(
-        options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, bos_id, eos_id, pad_id
-    )
+    return StepRules(options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, ids)
 
 
 def finished_hypothesis(tokens: list[int], positional_scores: list[float], alpha: float) -> Hypothesis:
@@ -193,4 +227,15 @@ def finished_hypothesis(tokens: list[int], positional_scores: list[float], alpha
     return Hypothesis(tokens=tokens, score=score, log_prob=log_prob, positional_scores=positional_scores)
 
 
-__all__ = ["Hypothesis", "Prefix", "StepRules", "build_rules", "constrain_", "prepare_prefix"]
+__all__ = [
+    "SPECIAL_IDS",
+    "Hypothesis",
+    "Prefix",
+    "SpecialIds",
+    "StepRules",
+    "build_rules",
+    "constrain_",
+    "next_token_scores",
+    "prepare_prefix",
+    "start_search",
+]

@@ -14,14 +14,13 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.decode.common import (
+    SPECIAL_IDS,
     Hypothesis,
     Prefix,
-    build_rules,
-    cache_steps,
-    check_search_arguments,
-    constrain_,
+    SpecialIds,
     finished_hypothesis,
-    next_token_logprobs_,
+    next_token_scores,
+    start_search,
 )
 from seq2seq.decode.options import SearchOptions
 
@@ -36,9 +35,7 @@ def greedy_search(
     options: SearchOptions = GREEDY,
     *,
     prefix: Prefix = None,
-    bos_id: int = 2,
-    eos_id: int = 3,
-    pad_id: int = 0,
+    ids: SpecialIds = SPECIAL_IDS,
 ) -> list[Hypothesis]:
     """The most likely next token at every step, for a batch of right-padded sources.
 
@@ -52,9 +49,7 @@ def greedy_search(
         choose=lambda logprobs: logprobs.argmax(dim=-1),
         copies=1,
         prefix=prefix,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        pad_id=pad_id,
+        ids=ids,
     )
     return [sentence[0] for sentence in paths]
 
@@ -68,34 +63,27 @@ def decode_paths(
     choose: Chooser,
     copies: int,
     prefix: Prefix,
-    bos_id: int,
-    eos_id: int,
-    pad_id: int,
+    ids: SpecialIds,
 ) -> list[list[Hypothesis]]:
     """Decode `copies` independent paths per sentence; returns B lists of `copies` hypotheses."""
-    check_search_arguments(model, src, options)
-    rules = build_rules(
-        src, options, copies=copies, prefix=prefix, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id
-    )
-    max_steps = cache_steps(int(rules.max_lens.max()) if rules.max_lens.numel() else 0)
-    state = model.init_state(model.encode(src), beam_size=copies, max_steps=max_steps)
+    rules, state = start_search(model, src, options, copies=copies, prefix=prefix, ids=ids)
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row
-    tokens = torch.full((total, 1), bos_id, dtype=torch.long, device=src.device)  # (N, 1 + step)
+    tokens = torch.full((total, 1), ids.bos, dtype=torch.long, device=src.device)  # (N, 1 + step)
     positional_scores = torch.zeros(total, 0, device=src.device)  # (N, step) chosen tokens' log-probs
     finished = torch.zeros(total, dtype=torch.bool, device=src.device)
     results: list[Hypothesis | None] = [None] * total
     while rows.numel():
         logits, state = model.decode_step(tokens[:, -1:], state)  # (N, V)
-        logprobs = constrain_(next_token_logprobs_(logits), tokens, rules)
-        choice = choose(logprobs).masked_fill(finished, pad_id)  # (N,)
+        logprobs = next_token_scores(logits, tokens, rules)
+        choice = choose(logprobs).masked_fill(finished, ids.pad)  # (N,)
         chosen = logprobs.gather(1, choice[:, None]).squeeze(1).masked_fill(finished, 0.0)  # (N,)
-        finished |= choice == eos_id
+        finished |= choice == ids.eos
         tokens = torch.cat([tokens, choice[:, None]], dim=1)
         positional_scores = torch.cat([positional_scores, chosen[:, None]], dim=1)
         done = int(finished.sum())  # the one host sync of the step
         if done and 4 * done >= rows.numel():
-            _collect(results, rows, tokens, positional_scores, finished, eos_id)
+            _collect(results, rows, tokens, positional_scores, finished, ids.eos)
             keep = (~finished).nonzero().squeeze(1)  # (N',)
             if keep.numel():
                 state.reorder(keep)

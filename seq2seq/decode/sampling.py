@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from seq2seq.decode.common import Hypothesis, Prefix
+from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds
 from seq2seq.decode.greedy import decode_paths
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import top_k_top_p_filter
@@ -19,9 +19,7 @@ def sampling_search(
     *,
     generator: torch.Generator | None = None,
     prefix: Prefix = None,
-    bos_id: int = 2,
-    eos_id: int = 3,
-    pad_id: int = 0,
+    ids: SpecialIds = SPECIAL_IDS,
 ) -> list[list[Hypothesis]]:
     """`options.nbest` independent samples per sentence from softmax(logits / temperature), filtered.
 
@@ -52,9 +50,7 @@ def sampling_search(
         choose=choose,
         copies=options.nbest,
         prefix=prefix,
-        bos_id=bos_id,
-        eos_id=eos_id,
-        pad_id=pad_id,
+        ids=ids,
     )
 
 

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from seq2seq.decode.beam import beam_search
-from seq2seq.decode.common import Hypothesis, Prefix
+from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.sampling import sampling_search
@@ -50,9 +50,7 @@ def search_ids(
     sources: list[list[int]],
     *,
     options: SearchOptions,
-    bos_id: int,
-    eos_id: int,
-    pad_id: int,
+    ids: SpecialIds,
     device: torch.device,
     max_tokens: int = 4096,
     precision: str = "fp32",
@@ -72,13 +70,10 @@ def search_ids(
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     for batch in length_sorted_batches([lengths[i] for i in todo], max_tokens):
         indices = [todo[i] for i in batch]
-        src = pad_batch([sources[i] for i in indices], pad_id).to(device)  # (B, S)
+        src = pad_batch([sources[i] for i in indices], ids.pad).to(device)  # (B, S)
         prefix = None if prefixes is None else [list(prefixes[i]) for i in indices]
         with autocast:
-            hypotheses = search(
-                model, src, options, generator=generator, prefix=prefix, bos_id=bos_id, eos_id=eos_id,
-                pad_id=pad_id,
-            )  # fmt: skip
+            hypotheses = search(model, src, options, generator=generator, prefix=prefix, ids=ids)
         for index, nbest in zip(indices, hypotheses):
             results[index] = nbest
         if on_batch is not None:
@@ -93,21 +88,18 @@ def search(
     *,
     generator: torch.Generator | None = None,
     prefix: Prefix = None,
-    bos_id: int = 2,
-    eos_id: int = 3,
-    pad_id: int = 0,
+    ids: SpecialIds = SPECIAL_IDS,
 ) -> list[list[Hypothesis]]:
     """The search `options` describe (sampling, greedy or beam) on one batch: B n-best lists, best first.
 
     Shapes: src (B, S) right-padded with pad_id -> B lists of hypotheses.
     """
-    ids = {"prefix": prefix, "bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id}
     if options.sampling:
-        samples = sampling_search(model, src, options, generator=generator, **ids)
+        samples = sampling_search(model, src, options, generator=generator, prefix=prefix, ids=ids)
         return [sorted(row, key=lambda h: h.score, reverse=True) for row in samples]
     if not options.searches_beams:
-        return [[hypothesis] for hypothesis in greedy_search(model, src, options, **ids)]
-    return beam_search(model, src, options, **ids)
+        return [[hypothesis] for hypothesis in greedy_search(model, src, options, prefix=prefix, ids=ids)]
+    return beam_search(model, src, options, prefix=prefix, ids=ids)
 
 
 def best_tokens(results: Iterable[list[Any]]) -> list[list[int]]:

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.loading import load_for_inference
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import search_ids
@@ -162,11 +162,10 @@ class Translator:
         on_batch: Callable[[int], Any] | None = None,
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses of every source (token ids ending in eos; [] gives [])."""
-        tokenizer = self.tgt_tokenizer
         return search_ids(
-            self.model, sources, options=options or self.options, bos_id=tokenizer.bos_id,
-            eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id, device=self.device, max_tokens=max_tokens,
-            precision=self.precision, prefixes=prefixes, on_batch=on_batch,
+            self.model, sources, options=options or self.options, ids=SpecialIds.of(self.tgt_tokenizer),
+            device=self.device, max_tokens=max_tokens, precision=self.precision, prefixes=prefixes,
+            on_batch=on_batch,
         )  # fmt: skip
 
     def detokenize(self, tokens: Sequence[int]) -> str:

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from seq2seq.decode.attention_plot import attention_figure
+from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import best_tokens, pad_batch, search_ids
 from seq2seq.train.objective import batch_loss
@@ -97,9 +98,7 @@ class Validator:
             model,
             sources,
             options=self.search,
-            bos_id=tokenizer.bos_id,
-            eos_id=tokenizer.eos_id,
-            pad_id=tokenizer.pad_id,
+            ids=SpecialIds.of(tokenizer),
             device=self.device,
             max_tokens=self.max_tokens,
             precision=self.precision,

@@ -7,12 +7,13 @@ import itertools
 import torch
 from torch import Tensor, nn
 
+from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.penalties import length_penalty
 from seq2seq.model import Seq2Seq, build_model
 from seq2seq.nn.kv_cache import DecoderState
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
-IDS = {"bos_id": BOS, "eos_id": EOS, "pad_id": PAD}
+IDS = {"ids": SpecialIds(bos=BOS, eos=EOS, pad=PAD)}
 
 
 def tiny_model(vocab: int = 12, *, seed: int = 0, sharpness: float = 6.0, layers: int = 1) -> Seq2Seq:

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from seq2seq.decode.common import prepare_prefix
+from seq2seq.decode.common import SpecialIds, prepare_prefix
 from seq2seq.decode.penalties import (
     force_tokens,
     length_penalty,
@@ -85,7 +85,7 @@ def test_top_k_top_p_filter():
 
 
 def test_prepare_prefix_forms():
-    kwargs = dict(device=torch.device("cpu"), pad_id=0, bos_id=2, eos_id=3)
+    kwargs = dict(device=torch.device("cpu"), ids=SpecialIds(bos=2, eos=3, pad=0))
     assert prepare_prefix([5, 6], 2, **kwargs).tolist() == [[5, 6], [5, 6]]
     assert prepare_prefix([[5], [6, 7], []], 3, **kwargs).tolist() == [[5, 0], [6, 7], [0, 0]]
     assert prepare_prefix(torch.tensor([[5, 0], [6, 7]]), 2, **kwargs).tolist() == [[5, 0], [6, 7]]

@@ -1,0 +1,65 @@
+"""One source for every default: the Python API agrees with the YAML the CLI composes.
+
+A library user building a Trainer, a SearchOptions or a Translator gets the behaviour a CLI user gets
+from configs/trainer/default.yaml, configs/decode/*.yaml and configs/translate.yaml.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import MISSING, OmegaConf
+
+from seq2seq.cli.common import config_dir
+from seq2seq.cli.schemas import TrainerSchema, register_schemas
+from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.translator import DEFAULT_OPTIONS, Translator
+from seq2seq.train.loop import TrainerOptions
+
+register_schemas()
+
+
+def composed(config: str, *overrides: str) -> dict:
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return OmegaConf.to_container(compose(config, overrides=list(overrides)))
+
+
+def test_trainer_options_defaults_equal_the_trainer_yaml() -> None:
+    trainer = composed("train", "model=tiny")["trainer"]
+    for field in dataclasses.fields(TrainerOptions):
+        assert field.default == trainer[field.name], f"TrainerOptions.{field.name} differs from the YAML"
+
+
+def test_schemas_declare_types_only() -> None:
+    for field in dataclasses.fields(TrainerSchema):
+        assert field.default is MISSING, f"TrainerSchema.{field.name} has a default of its own"
+
+
+def test_search_options_defaults_equal_greedy_yaml_and_beam_is_a_diff() -> None:
+    greedy = composed("translate", "decode=greedy", "checkpoint=x.pt")["decode"]
+    assert SearchOptions() == SearchOptions.from_config(greedy)
+    assert set(greedy) == {field.name for field in dataclasses.fields(SearchOptions)}
+    beam = composed("translate", "checkpoint=x.pt")["decode"]  # translate's default group
+    assert SearchOptions.from_config(beam) == DEFAULT_OPTIONS == SearchOptions(beam_size=5)
+    assert inspect.signature(greedy_search).parameters["options"].default == SearchOptions()
+
+
+def test_translator_defaults_equal_translate_yaml() -> None:
+    translate = composed("translate", "checkpoint=x.pt")
+    init = inspect.signature(Translator.__init__).parameters
+    loader = inspect.signature(Translator.from_checkpoint).parameters
+    for name in ("precision", "long_lines", "max_input_tokens"):
+        assert init[name].default == loader[name].default == translate[name], name
+    assert (
+        inspect.signature(Translator.translate).parameters["batch_tokens"].default == translate["max_tokens"]
+    )
+
+
+@pytest.mark.parametrize("name", ["beam_size", "nbest", "length_penalty", "max_len_a", "max_len_b"])
+def test_translate_arguments_defer_to_the_options(name: str) -> None:
+    """translate()'s search arguments default to None: the Translator's options decide."""
+    assert inspect.signature(Translator.translate).parameters[name].default is None
