@@ -38,7 +38,8 @@ from common import (
     time_interleaved,
 )
 
-from seq2seq.decode import beam_search, greedy_search
+from seq2seq.decode import SearchOptions, beam_search, greedy_search
+from seq2seq.decode.common import SpecialIds
 from seq2seq.model import build_model
 
 PAD, BOS, EOS, FIRST_WORD = 0, 2, 3, 4
@@ -109,7 +110,8 @@ def candidates(
     ours = build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, dropout=0.0, **SIZES).eval()
     marian = marian_model()
     mask = src != PAD
-    fixed = dict(min_len=steps - 1, max_len_a=0.0, max_len_b=steps - 1, bos_id=BOS, eos_id=EOS, pad_id=PAD)
+    options = SearchOptions(beam_size=beams, min_len=steps - 1, max_len_a=0.0, max_len_b=steps - 1)
+    ids = SpecialIds(bos=BOS, eos=EOS, pad=PAD)
 
     def autocast() -> torch.autocast:
         return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
@@ -117,8 +119,8 @@ def candidates(
     def run_ours() -> object:
         with torch.inference_mode(), autocast():
             if beams == 1:
-                return greedy_search(ours, src, **fixed)
-            return beam_search(ours, src, beam_size=beams, **fixed)
+                return greedy_search(ours, src, options, ids=ids)
+            return beam_search(ours, src, options, ids=ids)
 
     def run_marian() -> object:
         with torch.inference_mode(), autocast():
