@@ -1,4 +1,5 @@
-"""seq2seq-prepare: build the corpus a data config describes, or check the files it names.
+"""seq2seq-prepare: build everything training needs from a data config: the corpus files (the config's
+recipe, if any), the sentencepiece model and the encoded, memory-mappable arrays in data.cache_dir.
 
 seq2seq-prepare                                    # the Bible corpus into data/bible_en_es
 seq2seq-prepare data=parallel_files data.dir=/corpora/wmt14 data.src_lang=de data.tgt_lang=en
@@ -15,20 +16,22 @@ import hydra
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.common import config_dir, exit_on_user_error
-from seq2seq.data.corpus import describe_parallel, read_parallel
+from seq2seq.cli.common import config_dir, exit_on_user_error, progress_bar_setting
+from seq2seq.cli.training_data import prepared_corpus
+from seq2seq.data.corpus import CorpusStats, iter_parallel, open_corpus_file
 from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.prepare")
-SPLITS = ("train", "dev", "test")
 
 
 @exit_on_user_error
 def prepare(cfg: DictConfig) -> dict[str, Any]:
-    """Run the data config's recipe (if any), then read back every configured split and report it."""
+    """Run the data config's recipe (if any); build the tokenizer and encoded corpora training will map;
+    report every configured split."""
     data = cfg.data
     out_dir = Path(to_absolute_path(str(data.dir)))
-    progress = _progress(str(cfg.progress_bar))
+    progress = progress_bar_setting(cfg.progress_bar)
+    progress = sys.stderr.isatty() if progress is None else progress
     recipe = data.get("recipe")
     if recipe is not None:
         target = str(recipe.get("_target_", ""))
@@ -36,28 +39,41 @@ def prepare(cfg: DictConfig) -> dict[str, Any]:
             raise UserError(f"data.recipe._target_={target!r} is not allowed; recipes must live in seq2seq.*")
         log.info("building %s in %s with %s", data.name, out_dir, target)
         instantiate(recipe)(out_dir=out_dir, force=bool(cfg.force), progress=progress)
-    report = {}
-    for split in SPLITS:
-        paths = data.get(split)
-        if paths is None or paths.get("src") is None:
-            continue
-        src_path, tgt_path = Path(to_absolute_path(str(paths.src))), Path(to_absolute_path(str(paths.tgt)))
-        if split == "test" and not src_path.exists() and not tgt_path.exists():
-            log.info("no test files (%s, %s); skipping", src_path, tgt_path)
-            continue
-        src, tgt = read_parallel(src_path, tgt_path, encoding_errors=str(data.encoding_errors))
-        report[split] = describe_parallel(src, tgt)
-        log.info("%s: %s", split, ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in report[split].items()))
-    if "train" not in report or "dev" not in report:
-        raise UserError("the data config must name train and dev files (data.train.src, data.dev.src, ...)")
-    log.info("%s (%s-%s) is ready in %s", data.name, data.src_lang, data.tgt_lang, out_dir)
+    for split in ("train", "dev"):
+        if data.get(split) is None or data[split].get("src") is None:
+            raise UserError(
+                "the data config must name train and dev files (data.train.src, data.dev.src, ...)"
+            )
+        for path in (data[split].src, data[split].tgt):
+            open_corpus_file(to_absolute_path(str(path))).close()  # a missing file: one line naming it
+    corpus = prepared_corpus(data, out_dir=None, progress=progress)
+    report = dict(corpus.stats)
+    test = _test_stats(data)
+    if test is not None:
+        report["test"] = test
+    for split, stats in report.items():
+        log.info("%s: %s", split, ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stats.items()))
+    log.info(
+        "%s (%s-%s) is ready in %s: %s training pairs after filtering, tokenizer %s, encoded arrays in %s",
+        data.name, data.src_lang, data.tgt_lang, out_dir, f"{len(corpus.train):,}",
+        ", ".join(map(str, corpus.tokenizer_paths)), to_absolute_path(str(data.cache_dir)),
+    )  # fmt: skip
     return report
 
 
-def _progress(setting: str) -> bool:
-    if setting.lower() == "auto":
-        return sys.stderr.isatty()
-    return setting.lower() in ("true", "1", "yes")
+def _test_stats(data: DictConfig) -> dict[str, int] | None:
+    """Sizes of the test split, read through once; None when the config names no test files."""
+    paths = data.get("test")
+    if paths is None or paths.get("src") is None:
+        return None
+    src_path, tgt_path = Path(to_absolute_path(str(paths.src))), Path(to_absolute_path(str(paths.tgt)))
+    if not src_path.exists() and not tgt_path.exists():
+        log.info("no test files (%s, %s); skipping", src_path, tgt_path)
+        return None
+    stats = CorpusStats()
+    for source, target in iter_parallel(src_path, tgt_path, encoding_errors=str(data.encoding_errors)):
+        stats.add(source, target)
+    return stats.as_dict()
 
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="prepare")

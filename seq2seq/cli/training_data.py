@@ -33,22 +33,35 @@ def _path(value: Any) -> Path:
     return Path(to_absolute_path(str(value)))
 
 
-def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int) -> RunData:
-    """Tokenizers trained (or reloaded) in the run dir, cached encodings, and token-budget batches."""
-    tokenizer = OmegaConf.to_container(data_cfg.tokenizer, resolve=True)
-    filters = OmegaConf.to_container(data_cfg.filter, resolve=True)
-    data = prepare_training_data(
+def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: bool) -> TrainingData:
+    """`prepare_training_data` with the arguments a `data` config group gives (the one adapter)."""
+    return prepare_training_data(
         train_src=_path(data_cfg.train.src),
         train_tgt=_path(data_cfg.train.tgt),
         dev_src=_path(data_cfg.dev.src),
         dev_tgt=_path(data_cfg.dev.tgt),
-        out_dir=run_dir,
+        out_dir=out_dir,
         cache_dir=_path(data_cfg.cache_dir),
         encoding_errors=str(data_cfg.encoding_errors),
-        progress=sys.stderr.isatty() and distributed.is_main(),
-        **tokenizer,
-        **filters,
+        workers=data_cfg.get("workers"),
+        progress=progress,
+        **OmegaConf.to_container(data_cfg.tokenizer, resolve=True),
+        **OmegaConf.to_container(data_cfg.filter, resolve=True),
     )
+
+
+def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int) -> RunData:
+    """Tokenizers trained (or reloaded) in the run dir, mapped encodings, and token-budget batches.
+
+    Under torchrun rank 0 prepares first (building the caches on a miss) while the others wait; then
+    every rank maps the same cached files, so the page cache holds one copy of the corpus.
+    """
+    main = distributed.is_main()
+    if not main:
+        distributed.barrier()  # rank 0 is preparing
+    data = prepared_corpus(data_cfg, out_dir=run_dir, progress=sys.stderr.isatty() and main)
+    if main:
+        distributed.barrier()
     collate = partial(make_batch, pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id)
     train_batches = TokenBatchSampler(
         data.train.src_lengths,

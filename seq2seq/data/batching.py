@@ -13,6 +13,7 @@ where the saved one stopped.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -72,25 +73,32 @@ class TokenBatchSampler:
         return (self.n_batches_total + self.world_size - 1) // self.world_size
 
     def batches(self, epoch: int) -> list[list[int]]:
-        """All batches this rank gets in ``epoch``, in order."""
-        order = self._order(epoch)
-        everything = [order[a:b] for a, b in zip(self._cuts[:-1], self._cuts[1:])]
-        if self.shuffle:
-            permutation = np.random.default_rng([self.seed, epoch, 1]).permutation(len(everything))
-            everything = [everything[k] for k in permutation]
-        if not everything:
-            return []
-        mine = range(self.rank, len(self) * self.world_size, self.world_size)
-        return [everything[k % len(everything)].tolist() for k in mine]
+        """All batches this rank gets in ``epoch``, in order, as lists (for inspection and small sets)."""
+        return [batch.tolist() for batch in self._epoch_batches(epoch)]
 
     def __iter__(self) -> Iterator[list[int]]:
         """The rest of the current epoch from the saved position; afterwards the epoch advances."""
-        epoch_batches = self.batches(self.epoch)
-        while self.position < len(epoch_batches):
-            batch = epoch_batches[self.position]
+        epoch_batches = self._epoch_batches(self.epoch)
+        for batch in itertools.islice(epoch_batches, self.position, None):
             self.position += 1
-            yield batch
+            yield batch.tolist()
         self.epoch, self.position = self.epoch + 1, 0
+
+    def _epoch_batches(self, epoch: int) -> Iterator[np.ndarray]:
+        """This rank's batches of ``epoch`` as index arrays, made one at a time from the epoch's order.
+
+        Nothing per example is held beyond the order itself (8 bytes a pair), however large the corpus.
+        """
+        total = self.n_batches_total
+        if total == 0:
+            return
+        order = self._order(epoch)
+        batch_ids = np.arange(total)
+        if self.shuffle:
+            batch_ids = np.random.default_rng([self.seed, epoch, 1]).permutation(total)
+        for k in range(self.rank, len(self) * self.world_size, self.world_size):
+            chosen = int(batch_ids[k % total])
+            yield order[self._cuts[chosen] : self._cuts[chosen + 1]]
 
     def set_epoch(self, epoch: int) -> None:
         """Move to ``epoch``; setting the current epoch again keeps the position (so resume works)."""

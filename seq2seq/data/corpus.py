@@ -1,20 +1,22 @@
-"""Read parallel text from any source: two aligned plain-text files or one TSV file.
+"""Read parallel text from any source: two aligned plain-text files (or .gz) or one TSV file, streamed.
 
-Every reader returns normalised sentences (Unicode NFC, control characters removed, runs of
-whitespace collapsed to one space) and turns each way a file can be wrong into a one-line
-UserError that names the file, and the line where there is one.
+Every reader yields normalised sentences (Unicode NFC, control characters removed, runs of
+whitespace collapsed to one space), line by line, so a corpus of any size is read in constant
+memory, and turns each way a file can be wrong into a one-line UserError that names the file,
+and the line where there is one. Files whose names end in ".gz" are decompressed on the fly.
 """
 
 from __future__ import annotations
 
+import gzip
 import logging
-import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from seq2seq.errors import UserError
 
@@ -31,81 +33,36 @@ def normalize(text: str) -> str:
     return _WHITESPACE.sub(" ", text).strip()
 
 
-def read_lines(path: str | Path, *, encoding_errors: str = "strict") -> list[str]:
-    """Normalised lines of a UTF-8 text file (a leading byte-order mark is ignored).
-
-    With ``encoding_errors="strict"`` an invalid byte is an error naming the file and line;
-    ``"replace"`` turns it into U+FFFD and counts the damaged lines in the log. Lines end at
-    "\n" only, as for ``wc -l``, so both sides of a corpus are counted the same way.
-    """
-    _check_policy(encoding_errors)
-    lines, replaced = [], 0
-    for number, raw in enumerate(_raw_lines(path), start=1):
-        line, damaged = _decode(raw, path, number, encoding_errors)
-        lines.append(normalize(line))
-        replaced += damaged
-    if replaced:
-        log.warning("%s: replaced invalid UTF-8 in %d lines", path, replaced)
-    return lines
-
-
-def read_parallel(
-    src: str | Path, tgt: str | Path, *, encoding_errors: str = "strict"
-) -> tuple[list[str], list[str]]:
-    """Sentence pairs from two files, one sentence per line: line i of one translates line i of the other."""
-    src_lines = read_lines(src, encoding_errors=encoding_errors)
-    tgt_lines = read_lines(tgt, encoding_errors=encoding_errors)
-    if len(src_lines) != len(tgt_lines):
-        raise UserError(
-            f"{src} has {len(src_lines)} lines but {tgt} has {len(tgt_lines)}; "
-            "parallel files need exactly one translation per line"
-        )
-    return src_lines, tgt_lines
-
-
-def read_tsv(
-    path: str | Path, *, src_column: int = 0, tgt_column: int = 1, encoding_errors: str = "strict"
-) -> tuple[list[str], list[str]]:
-    """Sentence pairs from the given tab-separated columns of one file (extra columns are ignored)."""
-    _check_policy(encoding_errors)
-    needed = max(src_column, tgt_column) + 1
-    src_lines, tgt_lines = [], []
-    for number, raw in enumerate(_raw_lines(path), start=1):
-        columns = _decode(raw, path, number, encoding_errors)[0].split("\t")
-        if len(columns) < needed:
-            raise UserError(
-                f"{path}:{number}: expected at least {needed} tab-separated columns, found {len(columns)}; "
-                "each line must hold a source and a target sentence"
-            )
-        src_lines.append(normalize(columns[src_column]))
-        tgt_lines.append(normalize(columns[tgt_column]))
-    return src_lines, tgt_lines
-
-
-def _check_policy(encoding_errors: str) -> None:
-    if encoding_errors not in ENCODING_ERRORS:
-        raise UserError(
-            f"encoding_errors={encoding_errors!r} is not supported; use one of: {', '.join(ENCODING_ERRORS)}"
-        )
-
-
-def _raw_lines(path: str | Path) -> list[bytes]:
+def open_corpus_file(path: str | Path) -> IO[bytes]:
+    """The file's bytes, decompressed when its name ends in .gz; a missing path is a one-line error."""
     file = Path(path)
     if not file.exists():
         raise UserError(f"{file}: no such file; check the path in the data config")
     if not file.is_file():
         raise UserError(f"{file} is not a file; the data config must name a text file")
-    data = file.read_bytes().removeprefix(b"\xef\xbb\xbf")
-    if not data.strip():
-        raise UserError(f"{file} is empty; a corpus file needs one sentence per line")
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()  # the newline ending the last line does not start another
-    return lines
+    return gzip.open(file, "rb") if file.suffix == ".gz" else open(file, "rb")
 
 
-def _decode(raw: bytes, path: str | Path, number: int, encoding_errors: str) -> tuple[str, int]:
-    """The line's text, and 1 if invalid bytes were replaced."""
+def iter_raw_lines(path: str | Path) -> Iterator[bytes]:
+    """The file's lines as bytes, without "\\n" (lines end at "\\n" only, as for `wc -l`) and without a
+    leading byte-order mark. A file with no visible character is an error, raised after its last line."""
+    with open_corpus_file(path) as handle:
+        seen_text = False
+        try:
+            for number, raw in enumerate(handle, start=1):
+                raw = raw[:-1] if raw.endswith(b"\n") else raw
+                if number == 1:
+                    raw = raw.removeprefix(b"\xef\xbb\xbf")
+                seen_text = seen_text or bool(raw.strip())
+                yield raw
+        except (OSError, EOFError) as error:  # a damaged .gz file
+            raise UserError(f"{path}: cannot be read ({error}); check or re-download the file") from None
+    if not seen_text:
+        raise UserError(f"{path} is empty; a corpus file needs one sentence per line")
+
+
+def decode_line(raw: bytes, path: str | Path, number: int, encoding_errors: str) -> tuple[str, int]:
+    """The line's text, and 1 if invalid bytes were replaced ("replace") — "strict" raises instead."""
     try:
         return raw.decode("utf-8"), 0
     except UnicodeDecodeError as error:
@@ -116,6 +73,79 @@ def _decode(raw: bytes, path: str | Path, number: int, encoding_errors: str) -> 
                 "fix the file or set data.encoding_errors=replace"
             ) from None
         return raw.decode("utf-8", errors="replace"), 1
+
+
+def check_policy(encoding_errors: str) -> None:
+    if encoding_errors not in ENCODING_ERRORS:
+        raise UserError(
+            f"encoding_errors={encoding_errors!r} is not supported; use one of: {', '.join(ENCODING_ERRORS)}"
+        )
+
+
+def iter_corpus_lines(path: str | Path, *, encoding_errors: str = "strict") -> Iterator[str]:
+    """Normalised lines of a UTF-8 text file, one at a time.
+
+    With ``encoding_errors="strict"`` an invalid byte is an error naming the file and line;
+    ``"replace"`` turns it into U+FFFD and counts the damaged lines in the log.
+    """
+    check_policy(encoding_errors)
+    replaced = 0
+    for number, raw in enumerate(iter_raw_lines(path), start=1):
+        line, damaged = decode_line(raw, path, number, encoding_errors)
+        replaced += damaged
+        yield normalize(line)
+    if replaced:
+        log.warning("%s: replaced invalid UTF-8 in %d lines", path, replaced)
+
+
+def read_corpus_lines(path: str | Path, *, encoding_errors: str = "strict") -> list[str]:
+    """All normalised lines of a (small) corpus file, e.g. a dev set; see iter_corpus_lines."""
+    return list(iter_corpus_lines(path, encoding_errors=encoding_errors))
+
+
+def iter_line_pairs(src: Iterable, tgt: Iterable, *, src_name: str | Path, tgt_name: str | Path) -> Iterator:
+    """Zip two line streams of one parallel corpus; unequal lengths are a one-line error naming both."""
+    src_lines, tgt_lines = iter(src), iter(tgt)
+    count = 0
+    for source in src_lines:
+        target = next(tgt_lines, _END)
+        if target is _END:
+            _mismatch(src_name, count + 1 + sum(1 for _ in src_lines), tgt_name, count)
+        count += 1
+        yield source, target
+    rest = sum(1 for _ in tgt_lines)
+    if rest:
+        _mismatch(src_name, count, tgt_name, count + rest)
+
+
+_END = object()
+
+
+def _mismatch(src: str | Path, src_count: int, tgt: str | Path, tgt_count: int) -> None:
+    raise UserError(
+        f"{src} has {src_count} lines but {tgt} has {tgt_count}; "
+        "parallel files need exactly one translation per line"
+    )
+
+
+def iter_parallel(
+    src: str | Path, tgt: str | Path, *, encoding_errors: str = "strict"
+) -> Iterator[tuple[str, str]]:
+    """Sentence pairs from two files, one sentence per line: line i of one translates line i of the other."""
+    return iter_line_pairs(
+        iter_corpus_lines(src, encoding_errors=encoding_errors),
+        iter_corpus_lines(tgt, encoding_errors=encoding_errors),
+        src_name=src,
+        tgt_name=tgt,
+    )
+
+
+def read_parallel(
+    src: str | Path, tgt: str | Path, *, encoding_errors: str = "strict"
+) -> tuple[list[str], list[str]]:
+    """All pairs of a (small) parallel corpus as two lists; see iter_parallel."""
+    pairs = list(iter_parallel(src, tgt, encoding_errors=encoding_errors))
+    return [s for s, _ in pairs], [t for _, t in pairs]
 
 
 @dataclass
@@ -131,63 +161,35 @@ class FilterReport:
         log.info("%s: kept %d of %d pairs; removed: %s", what, self.kept, total, reasons)
 
 
-def drop_empty_pairs(src: list[str], tgt: list[str], report: FilterReport) -> list[int]:
-    """Indices of pairs with text on both sides; the others are counted in ``report``."""
-    kept = []
-    for index, (source, target) in enumerate(zip(src, tgt)):
-        if not source or not target:
-            report.removed["empty"] += 1
-        else:
-            kept.append(index)
-    report.kept = len(kept)
-    return kept
+@dataclass
+class CorpusStats:
+    """Sizes worth reporting about a corpus split, accumulated pair by pair (or chunk by chunk)."""
+
+    pairs: int = 0
+    empty_pairs: int = 0
+    src_words: int = 0
+    tgt_words: int = 0
+    longest_line_words: int = 0
+
+    def add(self, source: str, target: str) -> None:
+        src_words, tgt_words = len(source.split()), len(target.split())
+        self.pairs += 1
+        self.empty_pairs += not source or not target
+        self.src_words, self.tgt_words = self.src_words + src_words, self.tgt_words + tgt_words
+        self.longest_line_words = max(self.longest_line_words, src_words, tgt_words)
+
+    def merge(self, other: CorpusStats) -> None:
+        self.pairs, self.empty_pairs = self.pairs + other.pairs, self.empty_pairs + other.empty_pairs
+        self.src_words, self.tgt_words = self.src_words + other.src_words, self.tgt_words + other.tgt_words
+        self.longest_line_words = max(self.longest_line_words, other.longest_line_words)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
 
 
-def describe_parallel(src: list[str], tgt: list[str]) -> dict[str, int]:
-    """Sizes worth reporting about a corpus split: pairs, empty pairs, words per side."""
-    return {
-        "pairs": len(src),
-        "empty_pairs": sum(1 for s, t in zip(src, tgt) if not s or not t),
-        "src_words": sum(len(s.split()) for s in src),
-        "tgt_words": sum(len(t.split()) for t in tgt),
-        "longest_line_words": max((len(x.split()) for x in src + tgt), default=0),
-    }
-
-
-def prepare_tsv(
-    *,
-    out_dir: str | Path,
-    tsv: Mapping[str, str | None],
-    src_lang: str,
-    tgt_lang: str,
-    src_column: int = 0,
-    tgt_column: int = 1,
-    encoding_errors: str = "strict",
-    force: bool = False,
-    progress: bool = True,
-) -> dict[str, dict[str, int]]:
-    """Split TSV files (``tsv``: split name -> path) into ``{split}.{src_lang}`` and ``{split}.{tgt_lang}``.
-
-    The files are rewritten on every call (it is cheap), so ``force`` and ``progress`` change
-    nothing; they exist because every recipe takes them.
-    """
-    del force, progress
-    out = Path(out_dir)
-    stats = {}
-    for split in ("train", "dev", "test"):
-        path = tsv.get(split)
-        if path is None:
-            if split != "test":
-                raise UserError(f"data.tsv.{split} is not set; give the path of the {split} TSV file")
-            continue
-        src, tgt = read_tsv(
-            path, src_column=src_column, tgt_column=tgt_column, encoding_errors=encoding_errors
-        )
-        out.mkdir(parents=True, exist_ok=True)
-        for lang, lines in ((src_lang, src), (tgt_lang, tgt)):
-            temporary = out / f"{split}.{lang}.{os.getpid()}.tmp"
-            temporary.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-            temporary.replace(out / f"{split}.{lang}")
-        stats[split] = describe_parallel(src, tgt)
-        log.info("%s: wrote %d pairs to %s", path, len(src), out / f"{split}.{{{src_lang},{tgt_lang}}}")
-    return stats
+def describe_parallel(src: Iterable[str], tgt: Iterable[str]) -> dict[str, int]:
+    """Sizes worth reporting about a corpus split: pairs, empty pairs, words per side (streamed)."""
+    stats = CorpusStats()
+    for source, target in zip(src, tgt):
+        stats.add(source, target)
+    return stats.as_dict()

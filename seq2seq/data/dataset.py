@@ -1,14 +1,15 @@
-"""Encoded sentence pairs, held as two flat id arrays with offsets (compact, and cheap to cache)."""
+"""Encoded sentence pairs, held as two flat token arrays with offsets (memory-mapped from disk for training).
+
+Filtering and subsets keep an index of rows, never a copy of the tokens, so a training process
+holds a few integers per pair (lengths, the row index) however large the corpus is, and data-parallel
+ranks that map the same files share one copy in the operating system's page cache.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
-
-from seq2seq.errors import UserError
 
 
 class ParallelDataset:
@@ -17,11 +18,19 @@ class ParallelDataset:
     ``dataset[i]`` is ``(src_ids, tgt_ids)``: the source as the encoder reads it (tokens + eos) and
     the target output (tokens + eos); the decoder input is bos + the target output without its eos.
     ``src_lengths``/``tgt_lengths`` are therefore the lengths S and T the example takes in a batch.
+
+    Storage: ``src_ids[src_offsets[r] : src_offsets[r + 1]]`` is stored pair r's source (likewise
+    the target); ``rows`` (int64, or None for all, in order) says which stored pairs the dataset holds.
     """
 
     def __init__(
-        self, src_ids: np.ndarray, src_offsets: np.ndarray, tgt_ids: np.ndarray, tgt_offsets: np.ndarray
-    ):
+        self,
+        src_ids: np.ndarray,
+        src_offsets: np.ndarray,
+        tgt_ids: np.ndarray,
+        tgt_offsets: np.ndarray,
+        rows: np.ndarray | None = None,
+    ) -> None:
         if len(src_offsets) != len(tgt_offsets) or len(src_offsets) == 0:
             raise ValueError(
                 "offset arrays must be non-empty and of equal length, "
@@ -29,17 +38,18 @@ class ParallelDataset:
             )
         self.src_ids, self.src_offsets = src_ids, src_offsets
         self.tgt_ids, self.tgt_offsets = tgt_ids, tgt_offsets
-        self.src_lengths = np.diff(src_offsets)
-        self.tgt_lengths = np.diff(tgt_offsets)
+        self.rows = rows
+        self.src_lengths = _lengths(src_offsets, rows)
+        self.tgt_lengths = _lengths(tgt_offsets, rows)
 
     @classmethod
     def from_sequences(
         cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], *, eos_id: int
     ) -> ParallelDataset:
-        """Build from token id lists without specials; eos is appended to every sequence."""
+        """Build in memory from token id lists without specials; eos is appended to every sequence."""
         if len(src) != len(tgt):
             raise ValueError(f"{len(src)} source but {len(tgt)} target sequences")
-        return cls(*_flatten(src, eos_id), *_flatten(tgt, eos_id))
+        return cls(*flatten(src, eos_id), *flatten(tgt, eos_id))
 
     def __len__(self) -> int:
         return len(self.src_lengths)
@@ -49,47 +59,36 @@ class ParallelDataset:
         if not -len(self) <= i < len(self):
             raise IndexError(f"index {index} out of range for {len(self)} pairs")
         i %= len(self)
-        src = self.src_ids[self.src_offsets[i] : self.src_offsets[i + 1]]
-        tgt = self.tgt_ids[self.tgt_offsets[i] : self.tgt_offsets[i + 1]]
+        row = i if self.rows is None else int(self.rows[i])
+        src = self.src_ids[self.src_offsets[row] : self.src_offsets[row + 1]]
+        tgt = self.tgt_ids[self.tgt_offsets[row] : self.tgt_offsets[row + 1]]
         return src, tgt
 
     def subset(self, indices: Sequence[int] | np.ndarray) -> ParallelDataset:
-        """The pairs at ``indices``, in that order, as a new compact dataset."""
+        """The pairs at ``indices``, in that order; shares the token arrays (no copy)."""
         index = np.asarray(indices, dtype=np.int64)
-        src_ids, src_offsets = _gather(self.src_ids, self.src_offsets, index)
-        tgt_ids, tgt_offsets = _gather(self.tgt_ids, self.tgt_offsets, index)
-        return ParallelDataset(src_ids, src_offsets, tgt_ids, tgt_offsets)
+        rows = index if self.rows is None else self.rows[index]
+        return ParallelDataset(self.src_ids, self.src_offsets, self.tgt_ids, self.tgt_offsets, rows)
 
     @property
     def n_tokens(self) -> int:
-        return int(self.src_lengths.sum() + self.tgt_lengths.sum())
-
-    def save(self, path: str | Path) -> None:
-        """Write an .npz file atomically; concurrent writers (data-parallel ranks) use own temporaries."""
-        file = Path(path)
-        file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = file.with_name(f"{file.name}.{os.getpid()}.tmp.npz")
-        np.savez(
-            temporary,
-            src_ids=self.src_ids,
-            src_offsets=self.src_offsets,
-            tgt_ids=self.tgt_ids,
-            tgt_offsets=self.tgt_offsets,
-        )
-        temporary.replace(file)
-
-    @classmethod
-    def load(cls, path: str | Path) -> ParallelDataset:
-        try:
-            with np.load(path) as arrays:
-                return cls(arrays["src_ids"], arrays["src_offsets"], arrays["tgt_ids"], arrays["tgt_offsets"])
-        except (OSError, KeyError, ValueError) as error:
-            raise UserError(
-                f"{path}: unreadable encoded corpus ({error}); delete it to rebuild the cache"
-            ) from None
+        return int(self.src_lengths.sum(dtype=np.int64) + self.tgt_lengths.sum(dtype=np.int64))
 
 
-def _flatten(sequences: Sequence[Sequence[int]], eos_id: int) -> tuple[np.ndarray, np.ndarray]:
+def _lengths(offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    """Tokens per pair as int32 (4 bytes a pair): of every stored pair, or of ``rows``."""
+    if rows is None:
+        return np.diff(offsets).astype(np.int32)
+    return (offsets[rows + 1] - offsets[rows]).astype(np.int32)
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The smallest unsigned type for ids below ``vocab_size``: uint16 for up to 65,536 pieces."""
+    return np.dtype(np.uint16 if vocab_size <= 1 << 16 else np.uint32)
+
+
+def flatten(sequences: Sequence[Sequence[int]], eos_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids with eos appended to each sequence, and their offsets (len(sequences) + 1, int64)."""
     lengths = np.fromiter((len(s) + 1 for s in sequences), dtype=np.int64, count=len(sequences))
     offsets = np.zeros(len(sequences) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -97,12 +96,3 @@ def _flatten(sequences: Sequence[Sequence[int]], eos_id: int) -> tuple[np.ndarra
     for start, sequence in zip(offsets[:-1], sequences):
         ids[start : start + len(sequence)] = sequence
     return ids, offsets
-
-
-def _gather(ids: np.ndarray, offsets: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    lengths = offsets[index + 1] - offsets[index]
-    new_offsets = np.zeros(len(index) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    # Position of every output token in the input: its sequence's start plus its place in the sequence.
-    starts = np.repeat(offsets[index] - new_offsets[:-1], lengths)
-    return ids[starts + np.arange(int(new_offsets[-1]))], new_offsets

@@ -49,6 +49,12 @@ def is_main() -> bool:
     return rank() == 0
 
 
+def barrier() -> None:
+    """Wait until every rank gets here (no-op for one process)."""
+    if dist.is_initialized():
+        dist.barrier()
+
+
 def all_reduce_sum(value: float, device: torch.device) -> float:
     """Sum a Python number over all ranks."""
     if not dist.is_initialized():

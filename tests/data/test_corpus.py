@@ -2,7 +2,9 @@
 
 import pytest
 
-from seq2seq.data.corpus import describe_parallel, normalize, prepare_tsv, read_lines, read_parallel, read_tsv
+from seq2seq.data.corpus import describe_parallel, normalize, read_parallel
+from seq2seq.data.corpus import read_corpus_lines as read_lines
+from seq2seq.data.tsv import prepare_tsv, read_tsv
 from seq2seq.errors import UserError
 
 

@@ -6,7 +6,7 @@ import torch
 
 from seq2seq.data.collate import collate, make_batch
 from seq2seq.data.dataset import ParallelDataset
-from seq2seq.errors import UserError
+from seq2seq.data.token_arrays import CorruptArrays, EncodedWriter, open_encoded
 
 EOS = 3
 
@@ -36,12 +36,16 @@ def test_subset_keeps_the_given_order(dataset):
 
 
 def test_save_and_load_round_trip(dataset, tmp_path):
-    dataset.save(tmp_path / "d.npz")
-    loaded = ParallelDataset.load(tmp_path / "d.npz")
+    writer = EncodedWriter(tmp_path / "d", {"src": np.uint16, "tgt": np.uint16})
+    tokens = {"src": dataset.src_ids, "tgt": dataset.tgt_ids}
+    writer.append(tokens, {"src": dataset.src_lengths, "tgt": dataset.tgt_lengths})
+    writer.close()
+    loaded = open_encoded(tmp_path / "d")
     assert all((a == b).all() for i in range(4) for a, b in zip(loaded[i], dataset[i]))
-    (tmp_path / "broken.npz").write_bytes(b"junk")
-    with pytest.raises(UserError, match="unreadable encoded corpus"):
-        ParallelDataset.load(tmp_path / "broken.npz")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "meta.json").write_bytes(b"junk")
+    with pytest.raises(CorruptArrays, match=r"meta\.json"):
+        open_encoded(tmp_path / "broken")
 
 
 def test_collate_layout(dataset):

@@ -6,7 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from seq2seq.data.pipeline import length_filter, prepare_training_data, read_texts
+from seq2seq.data.corpus import read_corpus_lines
+from seq2seq.data.pipeline import length_filter, prepare_training_data
 from seq2seq.errors import UserError
 
 WORDS = ["el", "la", "de", "que", "y", "en", "los", "se", "del", "las", "un", "por", "con", "no", "una", "su"]
@@ -124,7 +125,7 @@ def test_unprepared_corpus_points_to_seq2seq_prepare(tmp_path):
             dev_src=tmp_path / "dev.en",
             dev_tgt=tmp_path / "dev.es",
             out_dir=tmp_path,
-        )
+        )  # the message must point to seq2seq-prepare
 
 
 def test_length_filter_ratio_applies_only_to_long_enough_pairs():
@@ -140,6 +141,6 @@ def test_length_filter_ratio_applies_only_to_long_enough_pairs():
     assert report.kept == 2
 
 
-def test_read_texts_normalises(tmp_path):
+def test_read_corpus_lines_normalises(tmp_path):
     (tmp_path / "in.txt").write_text("  a\u0301  b \n", encoding="utf-8")
-    assert read_texts(tmp_path / "in.txt") == ["á b"]
+    assert read_corpus_lines(tmp_path / "in.txt") == ["á b"]

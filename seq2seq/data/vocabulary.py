@@ -1,0 +1,115 @@
+"""The sentencepiece model(s) of a training corpus: reused from a run directory, from the cache, or trained.
+
+Training reads a uniform sample of at most `sample_sentences` sentences (sample.py), so the time
+and memory it takes stop growing with the corpus. The cache key hashes the settings and the bytes of
+the training files; a run directory records the settings its tokenizer was trained with.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from seq2seq.data.binarize import cache_key, file_digest
+from seq2seq.data.sample import sample_pairs
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+TOKENIZER_RECORD = "tokenizer.json"
+
+
+def tokenizers_for(
+    train_src: str | Path,
+    train_tgt: str | Path,
+    *,
+    out: Path | None,
+    options: dict,
+    encoding_errors: str,
+    cache_dir: str | Path | None,
+    num_threads: int,
+) -> tuple[Tokenizer, Tokenizer, list[Path]]:
+    """The run's tokenizer(s) if `out` has them (resume); else from the cache, or trained (and cached).
+
+    Returns (source, target, model files); source is target for a joint model. With `out` the models
+    are saved there too, with a record of the settings.
+    """
+    names = ["spm.model"] if options["joint"] else ["spm.src.model", "spm.tgt.model"]
+    paths = [] if out is None else [out / name for name in names]
+    if paths and all(p.is_file() for p in paths):
+        _check_record(out / TOKENIZER_RECORD, options)
+        log.info("tokenizer: reusing %s", ", ".join(map(str, paths)))
+        return _loaded(paths)
+    digests = [file_digest(train_src), file_digest(train_tgt)]
+    key = cache_key(
+        json.dumps(options, sort_keys=True),
+        encoding_errors,
+        *(sorted(digests) if options["joint"] else digests),
+    )
+    cached = [Path(cache_dir) / f"{Path(name).stem}.{key}.model" for name in names] if cache_dir else []
+    if cached and all(p.is_file() for p in cached):
+        log.info("tokenizer: cache hit %s", ", ".join(map(str, cached)))
+        models = [Tokenizer.from_file(p) for p in cached]
+    else:
+        models = train_tokenizers(train_src, train_tgt, options, digests, encoding_errors, num_threads)
+        for model, path in zip(models, cached):
+            model.save(path)
+    if out is None:
+        return models[0], models[-1], cached
+    for model, path in zip(models, paths):
+        model.save(path)
+    temporary = out / f"{TOKENIZER_RECORD}.{os.getpid()}.tmp"
+    trained_on = {"options": options, "train": [str(train_src), str(train_tgt)], "sha256": digests}
+    temporary.write_text(json.dumps(trained_on, indent=2), encoding="utf-8")
+    temporary.replace(out / TOKENIZER_RECORD)
+    return _loaded(paths)
+
+
+def _check_record(record: Path, options: dict) -> None:
+    """A run directory's tokenizer must have been trained with these settings (keys it predates aside)."""
+    saved = json.loads(record.read_text(encoding="utf-8")).get("options") if record.is_file() else None
+    if saved is not None and saved != {key: options[key] for key in saved if key in options}:
+        raise UserError(
+            f"{record.parent} holds a tokenizer trained with {saved}, not {options}; "
+            "use a new run directory or the original tokenizer settings"
+        )
+
+
+def train_tokenizers(
+    train_src: str | Path,
+    train_tgt: str | Path,
+    options: dict,
+    digests: Sequence[str],
+    encoding_errors: str,
+    num_threads: int,
+) -> list[Tokenizer]:
+    """One joint model, or one per side, trained on a uniform sample of the training pairs.
+
+    A joint model sees `sample_sentences` sentences (as many pairs' both sides), each side's model
+    that many of its own. The sample depends only on the pair count and the seed, so en->es and es->en
+    draw the same pairs, and a corpus smaller than the sample is used whole, in order.
+    """
+    joint, size = options["joint"], options["sample_sentences"]
+    src, tgt = sample_pairs(
+        train_src, train_tgt, size=max(1, size // 2 if joint else size), seed=options["seed"],
+        encoding_errors=encoding_errors,
+    )  # fmt: skip
+    settings = {key: options[key] for key in ("vocab_size", "model_type", "character_coverage", "seed")}
+    settings["num_threads"] = num_threads
+    kind = f"{options['model_type']} model{'' if joint else 's'} of {options['vocab_size']} pieces"
+    if joint:
+        # The same text in the same order for en->es and es->en, so both directions get one model.
+        texts = src + tgt if digests[0] <= digests[1] else tgt + src
+        log.info("tokenizer: training a joint %s on %d sentences", kind, len(texts))
+        return [Tokenizer.train(texts, **settings)]
+    log.info("tokenizer: training separate %s on %d sentences each", kind, len(src))
+    return [Tokenizer.train(src, **settings), Tokenizer.train(tgt, **settings)]
+
+
+def _loaded(paths: list[Path]) -> tuple[Tokenizer, Tokenizer, list[Path]]:
+    tokenizers = [Tokenizer.from_file(p) for p in paths]
+    return tokenizers[0], tokenizers[-1], paths
