@@ -7,14 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from hydra.utils import to_absolute_path
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from seq2seq.cli.data_config import prepared_corpus
 from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.collate import Batch, make_batch
-from seq2seq.data.pipeline import TrainingData, prepare_training_data
+from seq2seq.data.pipeline import TrainingData
 from seq2seq.train import distributed
 
 
@@ -27,27 +26,6 @@ class RunData:
     make_batch: Callable[[list[int]], Batch]
     make_dev_batch: Callable[[list[int]], Batch]
     dev_batches: list[list[int]]
-
-
-def _path(value: Any) -> Path:
-    return Path(to_absolute_path(str(value)))
-
-
-def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: bool) -> TrainingData:
-    """`prepare_training_data` with the arguments a `data` config group gives (the one adapter)."""
-    return prepare_training_data(
-        train_src=_path(data_cfg.train.src),
-        train_tgt=_path(data_cfg.train.tgt),
-        dev_src=_path(data_cfg.dev.src),
-        dev_tgt=_path(data_cfg.dev.tgt),
-        out_dir=out_dir,
-        cache_dir=_path(data_cfg.cache_dir),
-        encoding_errors=str(data_cfg.encoding_errors),
-        workers=data_cfg.get("workers"),
-        progress=progress,
-        **OmegaConf.to_container(data_cfg.tokenizer, resolve=True),
-        **OmegaConf.to_container(data_cfg.filter, resolve=True),
-    )
 
 
 def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int) -> RunData:

@@ -138,12 +138,15 @@ def raw_tasks(src: Path, tgt: Path, *, chunk_pairs: int, encoding_errors: str) -
 
 
 def encode_in_order(tasks: Iterator[Task], models: dict[str, bytes], workers: int) -> Iterator[EncodedChunk]:
-    """encode_chunk over `tasks`, in order; with several workers at most 2 * workers chunks in flight."""
-    if workers <= 1:
+    """encode_chunk over `tasks`, in order. With several workers (and more than one chunk: starting
+    processes costs more than a small corpus takes) at most 2 * workers chunks are in flight."""
+    head = list(itertools.islice(tasks, 2))
+    tasks = itertools.chain(head, tasks)
+    if workers <= 1 or len(head) < 2:
         _start_worker(models)
         yield from map(encode_chunk, tasks)
         return
-    with multiprocessing.get_context("spawn").Pool(workers, _start_worker, (models,)) as pool:
+    with _process_context().Pool(workers, _start_worker, (models,)) as pool:
         pending: deque = deque()
         for task in tasks:
             pending.append(pool.apply_async(encode_chunk, (task,)))
@@ -151,6 +154,14 @@ def encode_in_order(tasks: Iterator[Task], models: dict[str, bytes], workers: in
                 yield pending.popleft().get()
         while pending:
             yield pending.popleft().get()
+
+
+def _process_context() -> multiprocessing.context.BaseContext:
+    """fork where the platform has it: workers start at once, and the caller's script is not imported
+    again (spawn would need an `if __name__ == "__main__"` guard in every script that prepares data).
+    The workers only tokenize; they never touch the parent's PyTorch state or threads."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
 def build_encoded(

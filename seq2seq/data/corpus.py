@@ -24,13 +24,17 @@ log = logging.getLogger(__name__)
 
 ENCODING_ERRORS = ("strict", "replace")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0/C1 controls other than tab and newline
-_WHITESPACE = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
-    """NFC, no control characters, single spaces, no leading or trailing space."""
-    text = _CONTROL.sub(" ", unicodedata.normalize("NFC", text))
-    return _WHITESPACE.sub(" ", text).strip()
+    """NFC, no control characters, single spaces, no leading or trailing space.
+
+    ASCII text is already NFC, and str.split() splits on exactly the characters regex `\\s` matches,
+    so this takes about half the time of NFC plus two regex substitutions on the Bible corpus.
+    """
+    if not text.isascii():
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(_CONTROL.sub(" ", text).split())
 
 
 def open_corpus_file(path: str | Path) -> IO[bytes]:

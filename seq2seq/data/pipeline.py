@@ -82,7 +82,7 @@ def prepare_training_data(
     model_type: str = "unigram",
     joint: bool = True,
     character_coverage: float = 1.0,
-    sample_sentences: int = 1_000_000,
+    sample_sentences: int = 200_000,
     max_tokens_per_side: int = 256,
     max_length_ratio: float = 3.0,
     min_tokens_for_ratio: int = 5,
