@@ -42,8 +42,11 @@ class TokenBatchSampler:
         rank: int = 0,
         world_size: int = 1,
     ) -> None:
-        self.src_lengths = np.asarray(src_lengths, dtype=np.int64)
-        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)
+        # Any integer type: int32 lengths stay int32 (4 bytes a pair), the batch costs are computed in int64.
+        self.src_lengths = np.asarray(src_lengths)
+        self.tgt_lengths = np.asarray(tgt_lengths)
+        if self.src_lengths.dtype.kind not in "iu" and self.src_lengths.size:
+            raise ValueError(f"lengths must be integers, got {self.src_lengths.dtype}")
         if self.src_lengths.shape != self.tgt_lengths.shape or self.src_lengths.ndim != 1:
             raise ValueError(f"length arrays differ: {self.src_lengths.shape} vs {self.tgt_lengths.shape}")
         if max_tokens < 1:

@@ -41,7 +41,7 @@ from seq2seq.data.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 
-CACHE_VERSION = 2  # bump when normalisation or the array layout changes
+CACHE_VERSION = 3  # bump when normalisation or the array layout changes
 CHUNK_PAIRS = 20_000  # pairs per worker task: sets the peak memory of a build, not the result
 
 

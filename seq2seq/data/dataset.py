@@ -30,6 +30,7 @@ class ParallelDataset:
         tgt_ids: np.ndarray,
         tgt_offsets: np.ndarray,
         rows: np.ndarray | None = None,
+        lengths: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         if len(src_offsets) != len(tgt_offsets) or len(src_offsets) == 0:
             raise ValueError(
@@ -39,8 +40,9 @@ class ParallelDataset:
         self.src_ids, self.src_offsets = src_ids, src_offsets
         self.tgt_ids, self.tgt_offsets = tgt_ids, tgt_offsets
         self.rows = rows
-        self.src_lengths = _lengths(src_offsets, rows)
-        self.tgt_lengths = _lengths(tgt_offsets, rows)
+        self.stored_lengths = lengths  # every stored pair's lengths, when the storage has them (mapped)
+        self.src_lengths = _lengths(src_offsets, rows, None if lengths is None else lengths[0])
+        self.tgt_lengths = _lengths(tgt_offsets, rows, None if lengths is None else lengths[1])
 
     @classmethod
     def from_sequences(
@@ -68,15 +70,21 @@ class ParallelDataset:
         """The pairs at ``indices``, in that order; shares the token arrays (no copy)."""
         index = np.asarray(indices, dtype=np.int64)
         rows = index if self.rows is None else self.rows[index]
-        return ParallelDataset(self.src_ids, self.src_offsets, self.tgt_ids, self.tgt_offsets, rows)
+        if len(self.src_offsets) <= np.iinfo(np.int32).max:
+            rows = rows.astype(np.int32)  # 4 bytes a pair
+        arrays = (self.src_ids, self.src_offsets, self.tgt_ids, self.tgt_offsets)
+        return ParallelDataset(*arrays, rows, self.stored_lengths)
 
     @property
     def n_tokens(self) -> int:
         return int(self.src_lengths.sum(dtype=np.int64) + self.tgt_lengths.sum(dtype=np.int64))
 
 
-def _lengths(offsets: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-    """Tokens per pair as int32 (4 bytes a pair): of every stored pair, or of ``rows``."""
+def _lengths(offsets: np.ndarray, rows: np.ndarray | None, stored: np.ndarray | None) -> np.ndarray:
+    """Tokens per pair as int32 (4 bytes a pair): of every stored pair, or of ``rows``; read from the
+    stored lengths when there are some (then the offsets are not touched until a batch needs them)."""
+    if stored is not None:
+        return stored if rows is None else stored[rows]
     if rows is None:
         return np.diff(offsets).astype(np.int32)
     return (offsets[rows + 1] - offsets[rows]).astype(np.int32)

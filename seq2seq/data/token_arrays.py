@@ -2,7 +2,8 @@
 
     <dir>/src.ids.npy      all source tokens (eos after each sentence), uint16 when the vocabulary fits
     <dir>/src.offsets.npy  int64, pairs + 1: sentence i is ids[offsets[i]:offsets[i + 1]]
-    <dir>/tgt.ids.npy, <dir>/tgt.offsets.npy
+    <dir>/src.lengths.npy  int32, pairs: each sentence's length (what batching reads, 4 bytes a pair)
+    <dir>/tgt.ids.npy, <dir>/tgt.offsets.npy, <dir>/tgt.lengths.npy
     <dir>/meta.json        format, version, pairs and token counts: what a reader checks first
 
 Writing appends to each .npy behind a placeholder header and fills in the final length at the end, so
@@ -22,7 +23,7 @@ import numpy as np
 from seq2seq.data.dataset import ParallelDataset
 
 FORMAT = "seq2seq-encoded-corpus"
-VERSION = 1
+VERSION = 2
 SIDES = ("src", "tgt")
 
 
@@ -71,6 +72,7 @@ class EncodedWriter:
         self.directory = directory
         self.ids = {side: NpyAppender(directory / f"{side}.ids.npy", dtypes[side]) for side in SIDES}
         self.offsets = {side: NpyAppender(directory / f"{side}.offsets.npy", np.int64) for side in SIDES}
+        self.lengths = {side: NpyAppender(directory / f"{side}.lengths.npy", np.int32) for side in SIDES}
         for appender in self.offsets.values():
             appender.append(np.zeros(1, dtype=np.int64))
         self.pairs = 0
@@ -81,10 +83,11 @@ class EncodedWriter:
             ends = self.ids[side].length + np.cumsum(lengths[side], dtype=np.int64)
             self.ids[side].append(tokens[side])
             self.offsets[side].append(ends)
+            self.lengths[side].append(lengths[side])
         self.pairs += len(lengths["src"])
 
     def close(self) -> None:
-        for appender in [*self.ids.values(), *self.offsets.values()]:
+        for appender in [*self.ids.values(), *self.offsets.values(), *self.lengths.values()]:
             appender.close()
         meta = {"format": FORMAT, "version": VERSION, "pairs": self.pairs}
         meta.update({f"{side}_tokens": self.ids[side].length for side in SIDES})
@@ -109,8 +112,12 @@ def open_encoded(directory: Path, *, mmap: bool = True) -> ParallelDataset:
             )
         if len(offsets) and (offsets[0] != 0 or offsets[-1] != len(ids)):
             raise CorruptArrays(f"{side}.offsets.npy does not span {side}.ids.npy")
-        arrays[side] = (ids, offsets)
-    return ParallelDataset(*arrays["src"], *arrays["tgt"])
+        lengths = _load(directory / f"{side}.lengths.npy", mmap)
+        if len(lengths) != meta["pairs"]:
+            raise CorruptArrays(f"{side}.lengths.npy holds {len(lengths)} pairs, not {meta['pairs']}")
+        arrays[side] = (ids, offsets, lengths)
+    src, tgt = arrays["src"], arrays["tgt"]
+    return ParallelDataset(src[0], src[1], tgt[0], tgt[1], lengths=(src[2], tgt[2]))
 
 
 def _load(path: Path, mmap: bool) -> np.ndarray:
