@@ -26,6 +26,7 @@ from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import pad_batch
 from seq2seq.decode.text_input import read_text_lines
 from seq2seq.decode.translator import EncodedInput, Translator
+from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.translate")
 
@@ -99,9 +100,14 @@ def translate(cfg: DictConfig) -> None:
     decode = OmegaConf.to_container(cfg.decode)
     translator = Translator.from_checkpoint(
         hydra.utils.to_absolute_path(cfg.checkpoint), device=pick_device(str(cfg.device)),
-        precision=str(cfg.precision), options=SearchOptions.from_config(decode),
+        engine=str(cfg.engine), precision=str(cfg.precision), options=SearchOptions.from_config(decode),
         max_input_tokens=cfg.max_input_tokens, long_lines=str(cfg.long_lines),
     )  # fmt: skip
+    if (cfg.alignment or cfg.attention_dir) and translator.model is None:
+        raise UserError(
+            f"alignment and attention_dir need the PyTorch model, not engine={translator.engine.name}; "
+            "pass the .pt checkpoint"
+        )
     input_path = cfg.input if cfg.input == "-" else hydra.utils.to_absolute_path(cfg.input)
     fix = "fix the file or pass encoding_errors=replace"
     lines = read_text_lines(input_path, encoding_errors=cfg.encoding_errors, fix=fix)

@@ -151,6 +151,14 @@ class Tokenizer:
     def id_to_piece(self, index: int) -> str:
         return self._sp.id_to_piece(int(index))
 
+    def piece_to_id(self, piece: str) -> int:
+        """The id of a piece (unk's for a piece the model does not have)."""
+        return self._sp.piece_to_id(piece)
+
+    def pieces_of_vocabulary(self) -> list[str]:
+        """Every piece, in id order (what an inference engine's vocabulary file lists)."""
+        return [self._sp.id_to_piece(i) for i in range(self.vocab_size)]
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Tokenizer) and self.to_bytes() == other.to_bytes()
 

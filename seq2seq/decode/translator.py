@@ -26,9 +26,10 @@ from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
+from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_model
+from seq2seq.decode.exported import load_exported
 from seq2seq.decode.loading import load_for_inference
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.search import search_ids
 from seq2seq.decode.text_input import clean_line
 from seq2seq.errors import UserError
 
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 LONG_LINE_POLICIES = ("truncate", "split", "error")
 PRECISIONS = ("fp32", "bf16")
+ENGINES = ("auto", "torch", "ctranslate2")
 DEFAULT_OPTIONS = SearchOptions(beam_size=5)  # configs/decode/beam.yaml; a test keeps the two equal
 
 
@@ -49,52 +51,68 @@ class EncodedInput:
 
 
 class Translator:
-    """A model with its tokenizers, search settings and input policy."""
+    """Tokenizers, an engine that searches (ours, or CTranslate2 on an exported model), search settings
+    and the input policy."""
 
     def __init__(
         self,
-        model: nn.Module,
         src_tokenizer: Tokenizer,
         tgt_tokenizer: Tokenizer,
+        engine: TorchEngine | CTranslate2Engine,
         *,
-        device: str | torch.device = "cpu",
-        precision: str = "fp32",
         options: SearchOptions = DEFAULT_OPTIONS,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
         step: int = 0,
     ) -> None:
-        if precision not in PRECISIONS:
-            raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
         if long_lines not in LONG_LINE_POLICIES:
             raise UserError(
                 f"long_lines={long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
             )
-        self.device = torch.device(device)
-        self.model = model.to(self.device).eval()
-        self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
-        self.precision, self.options, self.long_lines, self.step = precision, options, long_lines, step
-        self.max_input_tokens = (
-            max_input_tokens or int(getattr(model, "config", {}).get("max_positions", 1024)) - 1
-        )
+        self.src_tokenizer, self.tgt_tokenizer, self.engine = src_tokenizer, tgt_tokenizer, engine
+        self.options, self.long_lines, self.step = options, long_lines, step
+        self.max_input_tokens = max_input_tokens or engine.max_positions - 1
 
     @classmethod
     def from_checkpoint(
         cls,
         path: str | Path,
         *,
+        engine: str = "auto",
         device: str | torch.device = "cpu",
         precision: str = "fp32",
         options: SearchOptions = DEFAULT_OPTIONS,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
     ) -> Translator:
-        """Model and tokenizers from a checkpoint file alone (no config files, no data)."""
+        """A checkpoint file (engine "torch"), or a directory written by `seq2seq-export` (engine
+        "ctranslate2"); "auto" tells them apart. Model and tokenizers come from the path alone."""
+        chosen = _engine_for(Path(path), engine)
+        policy = {"options": options, "max_input_tokens": max_input_tokens, "long_lines": long_lines}
+        if precision not in PRECISIONS:
+            raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
+        if chosen == "ctranslate2":
+            exported = load_exported(Path(path), device=str(torch.device(device).type))
+            return cls(
+                exported.src_tokenizer, exported.tgt_tokenizer, exported.engine, step=exported.step, **policy
+            )
         loaded = load_for_inference(Path(path), torch.device(device))
-        return cls(
-            loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, device=device, precision=precision,
-            options=options, max_input_tokens=max_input_tokens, long_lines=long_lines, step=loaded.step,
-        )  # fmt: skip
+        engine_ = TorchEngine(
+            loaded.model,
+            SpecialIds.of(loaded.tgt_tokenizer),
+            device=torch.device(device),
+            precision=precision,
+        )
+        return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, engine_, step=loaded.step, **policy)
+
+    @property
+    def model(self) -> nn.Module | None:
+        """The PyTorch model (None for an exported model: it lives inside CTranslate2)."""
+        return self.engine.model
+
+    @property
+    def device(self) -> torch.device:
+        return self.engine.device
 
     # ------------------------------------------------------------------ the one-call API
     def translate(
@@ -162,11 +180,9 @@ class Translator:
         on_batch: Callable[[int], Any] | None = None,
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses of every source (token ids ending in eos; [] gives [])."""
-        return search_ids(
-            self.model, sources, options=options or self.options, ids=SpecialIds.of(self.tgt_tokenizer),
-            device=self.device, max_tokens=max_tokens, precision=self.precision, prefixes=prefixes,
-            on_batch=on_batch,
-        )  # fmt: skip
+        return self.engine.search(
+            sources, options or self.options, max_tokens=max_tokens, prefixes=prefixes, on_batch=on_batch
+        )
 
     def detokenize(self, tokens: Sequence[int]) -> str:
         return self.tgt_tokenizer.decode(tokens)
@@ -188,4 +204,15 @@ class Translator:
         return joined
 
 
-__all__ = ["DEFAULT_OPTIONS", "LONG_LINE_POLICIES", "EncodedInput", "Translator"]
+def _engine_for(path: Path, engine: str) -> str:
+    if engine not in ENGINES:
+        raise UserError(f"engine={engine!r} is not supported; choose {', '.join(ENGINES)}")
+    exported = path.is_dir() and is_exported_model(path)
+    if engine == "auto":
+        return "ctranslate2" if exported else "torch"
+    if engine == "ctranslate2" and not exported:
+        raise UserError(f"{path} is not a CTranslate2 model directory; make one with seq2seq-export")
+    return engine
+
+
+__all__ = ["DEFAULT_OPTIONS", "ENGINES", "LONG_LINE_POLICIES", "EncodedInput", "Translator"]

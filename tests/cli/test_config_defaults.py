@@ -52,8 +52,10 @@ def test_translator_defaults_equal_translate_yaml() -> None:
     translate = composed("translate", "checkpoint=x.pt")
     init = inspect.signature(Translator.__init__).parameters
     loader = inspect.signature(Translator.from_checkpoint).parameters
-    for name in ("precision", "long_lines", "max_input_tokens"):
+    for name in ("long_lines", "max_input_tokens"):
         assert init[name].default == loader[name].default == translate[name], name
+    for name in ("precision", "engine"):
+        assert loader[name].default == translate[name], name
     assert (
         inspect.signature(Translator.translate).parameters["batch_tokens"].default == translate["max_tokens"]
     )

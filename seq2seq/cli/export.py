@@ -1,0 +1,45 @@
+"""seq2seq-export: a trained checkpoint -> a model directory for an inference engine (CTranslate2).
+
+seq2seq-export checkpoint=runs/quickstart/best.pt output=exported/bible quantization=int8
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.utils import to_absolute_path
+from omegaconf import DictConfig
+
+from seq2seq.cli.common import config_dir, exit_on_user_error
+from seq2seq.errors import UserError
+from seq2seq.export.ctranslate2 import export_ctranslate2
+
+log = logging.getLogger("seq2seq.export")
+FORMATS = ("ctranslate2",)
+
+
+@exit_on_user_error
+def export(cfg: DictConfig) -> Path:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if cfg.format not in FORMATS:
+        raise UserError(f"format={cfg.format!r} is not supported; choose {', '.join(FORMATS)}")
+    checkpoint, output = Path(to_absolute_path(cfg.checkpoint)), Path(to_absolute_path(cfg.output))
+    written = export_ctranslate2(
+        checkpoint, output, quantization=str(cfg.quantization), force=bool(cfg.force)
+    )
+    size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
+    log.info("exported %s to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",
+             checkpoint, written, cfg.quantization, size, cfg.output)  # fmt: skip
+    return written
+
+
+@hydra.main(version_base="1.3", config_path=config_dir(), config_name="export")
+def main(cfg: DictConfig) -> None:
+    export(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Reading a model directory written by `seq2seq-export` (the writer is seq2seq.export.ctranslate2).
+
+<dir>/model.bin, config.json, *vocabulary*   CTranslate2's own files
+<dir>/source.spm.model, target.spm.model     our sentencepiece models (one file, spm.model, when joint)
+<dir>/seq2seq.json                           what a Translator needs besides: step, limits, settings
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.engines import CTranslate2Engine
+from seq2seq.errors import UserError
+
+METADATA_FILE = "seq2seq.json"
+FORMAT = "seq2seq-ctranslate2"
+VERSION = 1
+JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER = "spm.model", "source.spm.model", "target.spm.model"
+
+
+@dataclass
+class ExportedModel:
+    engine: CTranslate2Engine
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    step: int
+    metadata: dict[str, Any]
+
+
+def read_metadata(directory: Path) -> dict[str, Any]:
+    try:
+        metadata = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise UserError(
+            f"{directory} has no readable {METADATA_FILE}; export the model again with seq2seq-export"
+        ) from None
+    if metadata.get("format") != FORMAT or metadata.get("version") != VERSION:
+        raise UserError(
+            f"{directory}/{METADATA_FILE} is format {metadata.get('format')!r} version "
+            f"{metadata.get('version')!r}, not {FORMAT} {VERSION}; export the model again with seq2seq-export"
+        )
+    return metadata
+
+
+def load_exported(directory: Path, *, device: str = "cpu", threads: int | None = None) -> ExportedModel:
+    """The exported model in `directory` behind a CTranslate2Engine, with its tokenizers."""
+    metadata = read_metadata(directory)
+    if metadata["joint"]:
+        src_tokenizer = tgt_tokenizer = Tokenizer.from_file(directory / JOINT_TOKENIZER)
+    else:
+        src_tokenizer = Tokenizer.from_file(directory / SOURCE_TOKENIZER)
+        tgt_tokenizer = Tokenizer.from_file(directory / TARGET_TOKENIZER)
+    engine = CTranslate2Engine(
+        directory, (src_tokenizer, tgt_tokenizer), device=device, threads=threads or torch.get_num_threads(),
+        max_positions=int(metadata["max_positions"]),
+    )  # fmt: skip
+    return ExportedModel(engine, src_tokenizer, tgt_tokenizer, int(metadata.get("step", 0)), metadata)

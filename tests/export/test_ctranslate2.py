@@ -1,0 +1,142 @@
+"""CTranslate2 export: random models of every supported kind give our greedy output token for token and
+our logits to 1e-4; every unsupported setting is a one-line error that writes nothing."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from seq2seq.checkpoint import save_checkpoint
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.translator import Translator
+from seq2seq.errors import UserError
+from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.model import build_model
+
+ctranslate2 = pytest.importorskip(
+    "ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'"
+)
+
+WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
+GREEDY = SearchOptions(max_len_a=0.0, max_len_b=12)  # a constant limit: random models rarely stop
+
+
+def sentences(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(1, 10))) for _ in range(count)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Tokenizer:
+    return Tokenizer.train(sentences(400, 0), vocab_size=64, model_type="bpe")
+
+
+def write_checkpoint(path: Path, tokenizer: Tokenizer, *, seed: int = 0, **settings) -> Path:
+    torch.manual_seed(seed)
+    size = tokenizer.vocab_size
+    model = build_model(
+        src_vocab_size=size, tgt_vocab_size=size, d_model=32, n_heads=4, ffn_dim=64, encoder_layers=2,
+        decoder_layers=2, dropout=0.0, max_positions=64, **settings,
+    )  # fmt: skip
+    with torch.no_grad():
+        model.output.weight.mul_(4.0)  # clear-cut choices: no near-ties for two engines to break differently
+    payload = {
+        "model": model.state_dict(),
+        "model_config": model.config,
+        "tokenizer": {"src": tokenizer.to_bytes(), "tgt": None},
+        "step": 7,
+    }
+    save_checkpoint(path, payload)
+    return path
+
+
+KINDS = {
+    "sinusoidal-pre-tied-relu": {},
+    "learned-post-untied-gelu": dict(
+        positional="learned", norm="post", tie_embeddings=False, activation="gelu"
+    ),
+    "sinusoidal-post-tied": dict(norm="post"),
+    "learned-pre-untied": dict(positional="learned", tie_embeddings=False),
+    "rope-pre": dict(positional="rope"),
+    "swiglu-pre": dict(activation="swiglu"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_float32_export_gives_our_greedy_output_and_logits(tmp_path, tokenizer, kind):
+    checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer, **KINDS[kind])
+    exported = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    ours = Translator.from_checkpoint(checkpoint, options=GREEDY)
+    theirs = Translator.from_checkpoint(exported, options=GREEDY)
+    assert theirs.engine.name == "ctranslate2" and theirs.step == 7
+    texts = sentences(36, seed=1)
+    assert ours.translate(texts) == theirs.translate(texts)
+    source = ours.encode(texts[:4]).sources
+    our_tokens = [nbest[0].tokens for nbest in ours.search(source)]
+    assert our_tokens == [nbest[0].tokens for nbest in theirs.search(source)]
+    assert any(len(tokens) == GREEDY.max_len_b for tokens in our_tokens)  # the length limit is exercised
+    assert_first_step_logits_match(ours, exported, source)
+
+
+def assert_first_step_logits_match(ours: Translator, exported: Path, sources: list[list[int]]) -> None:
+    """Encoder and first decoder step: CTranslate2's logits equal ours (pad, bos, eos suppressed there)."""
+    model, tokenizer = ours.model, ours.tgt_tokenizer
+    translator = ctranslate2.Translator(str(exported))
+    for source in sources:
+        src = torch.tensor([source])  # (1, S)
+        with torch.inference_mode():
+            state = model.init_state(model.encode(src))
+            logits, _ = model.decode_step(torch.tensor([[tokenizer.bos_id]]), state)  # (1, V)
+        pieces = [tokenizer.id_to_piece(i) for i in source[:-1]]
+        result = translator.translate_batch(
+            [pieces], beam_size=1, max_decoding_length=1, return_logits_vocab=True,
+            suppress_sequences=[["<pad>"], ["<s>"]],
+        )[0]  # fmt: skip
+        theirs = np.asarray(result.logits[0][0])
+        keep = np.ones_like(theirs, dtype=bool)
+        keep[[tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id]] = False
+        np.testing.assert_allclose(theirs[keep], logits[0].numpy()[keep], atol=1e-4, rtol=1e-4)
+
+
+def test_int8_export_translates_and_is_smaller(tmp_path, tokenizer):
+    checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
+    full = export_ctranslate2(checkpoint, tmp_path / "fp32")
+    small = export_ctranslate2(checkpoint, tmp_path / "int8", quantization="int8")
+    assert (small / "model.bin").stat().st_size < 0.6 * (full / "model.bin").stat().st_size
+    texts = sentences(12, seed=2)
+    outputs = Translator.from_checkpoint(small, options=GREEDY).translate(texts)
+    assert len(outputs) == 12 and all(isinstance(text, str) for text in outputs)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (dict(positional="alibi"), "model.positional=alibi"),
+        (dict(window=4, attention="sdpa"), "model.window=4"),
+        (dict(cross_downsample=2), "model.cross_downsample=2"),
+    ],
+)
+def test_unsupported_settings_are_one_line_errors_and_write_nothing(tmp_path, tokenizer, settings, message):
+    checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer, **settings)
+    with pytest.raises(UserError) as error:
+        export_ctranslate2(checkpoint, tmp_path / "out")
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+
+
+def test_existing_output_is_kept_unless_forced(tmp_path, tokenizer):
+    checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    with pytest.raises(UserError, match="force=true"):
+        export_ctranslate2(checkpoint, tmp_path / "out")
+    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+    export_ctranslate2(checkpoint, tmp_path / "out", force=True)
+    assert (tmp_path / "out" / "model.bin").is_file() and not (tmp_path / "out" / "keep.txt").exists()
+    with pytest.raises(UserError, match="quantization='int4' is not supported"):
+        export_ctranslate2(checkpoint, tmp_path / "other", quantization="int4")
