@@ -20,7 +20,13 @@ def launched_by_torchrun() -> bool:
 
 
 def initialize(device: torch.device) -> None:
-    """Join the process group torchrun describes in the environment (no-op for one process)."""
+    """Join the process group torchrun describes in the environment (no-op for one process).
+
+    On GPUs each rank first makes its own GPU current (`device`, from LOCAL_RANK): NCCL collectives,
+    object broadcasts included, run on the current device, which would otherwise be GPU 0 for every rank.
+    """
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
     if not launched_by_torchrun() or dist.is_initialized():
         return
     backend = "nccl" if device.type == "cuda" else "gloo"
@@ -62,6 +68,15 @@ def all_reduce_sum(value: float, device: torch.device) -> float:
     tensor = torch.tensor([value], dtype=torch.float64, device=device)
     dist.all_reduce(tensor)
     return float(tensor.item())
+
+
+def gather_objects(value: object) -> list[object] | None:
+    """Every rank's `value`, in rank order, on rank 0 (None elsewhere); [value] for one process."""
+    if not dist.is_initialized():
+        return [value]
+    gathered: list[object] | None = [None] * world_size() if is_main() else None
+    dist.gather_object(value, gathered, dst=0)
+    return gathered
 
 
 def broadcast_object(value: object) -> object:

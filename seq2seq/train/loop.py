@@ -26,7 +26,7 @@ from seq2seq.train import distributed
 from seq2seq.train.objective import batch_loss
 from seq2seq.train.optim import clip_gradients
 from seq2seq.train.precision import resolve_precision
-from seq2seq.train.rng import rng_state, set_rng_state
+from seq2seq.train.rng import restore_rng, rng_state
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,11 @@ class Trainer:
             loss_sum += float(out.loss_sum.detach())
             nll_sum += float(out.nll_sum)
         grad_norm = clip_gradients(model.parameters(), options.clip_norm)
-        finite = math.isfinite(loss_sum) and math.isfinite(grad_norm)
+        # Decided on every rank's loss (gradients are already summed): ranks never disagree on a skip.
+        global_loss = (
+            distributed.all_reduce_sum(loss_sum, self.device) if distributed.world_size() > 1 else loss_sum
+        )
+        finite = math.isfinite(global_loss) and math.isfinite(grad_norm)
         if finite:
             self.optimizer.step()
             self.scheduler.step()
@@ -281,7 +285,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "batches": self.batches.state_dict(),
-            "rng": rng_state(),
+            "rng": rng_state(),  # this rank's (rank 0's in the file); every rank's in "rng_per_rank"
             "step": state.step,
             "train_state": {
                 "epoch": state.epoch,
@@ -296,9 +300,11 @@ class Trainer:
         }
 
     def _save(self, *, numbered: bool, best: bool = False) -> None:
+        """Every rank calls this (its RNG state goes into the file); rank 0 writes."""
+        per_rank = distributed.gather_objects(rng_state())
         if not distributed.is_main():
             return
-        payload = self.payload()
+        payload = {**self.payload(), "rng_per_rank": per_rank}
         self.output_dir.mkdir(parents=True, exist_ok=True)
         save_checkpoint(self.output_dir / "last.pt", payload)
         if numbered:
@@ -324,7 +330,7 @@ class Trainer:
         self.batches.load_state_dict(payload["batches"])
         saved = payload["train_state"]
         self.state = TrainState(step=int(payload["step"]), **saved)
-        set_rng_state(payload["rng"])
+        restore_rng(payload)
         log.info(
             "resumed from %s at update %d (epoch %d, %.1f minutes trained)",
             path,

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from seq2seq.train import distributed
+
 log = logging.getLogger(__name__)
 
 
@@ -70,3 +72,19 @@ def set_rng_state(state: dict[str, Any]) -> None:
         )
     for device, device_state in enumerate(cuda[:count]):
         torch.cuda.set_rng_state(device_state.cpu(), device)
+
+
+def restore_rng(payload: dict[str, Any]) -> None:
+    """Each rank continues its own generators from a checkpoint's `rng_per_rank` (or, in files written
+    before it existed, rank 0's `rng`). A run with another number of ranks restores what it can: ranks
+    the file has no state for keep their fresh per-rank seeds, which one log line says."""
+    saved = payload.get("rng_per_rank") or [payload["rng"]]
+    rank, world = distributed.rank(), distributed.world_size()
+    if rank < len(saved):
+        set_rng_state(saved[rank])
+    if len(saved) != world and distributed.is_main():
+        log.warning(
+            "the checkpoint holds random generator states for %d rank(s), this run has %d; ranks below %d "
+            "continue theirs, the others keep fresh seeds (dropout then differs from an uninterrupted run)",
+            len(saved), world, min(len(saved), world),
+        )  # fmt: skip
