@@ -191,6 +191,25 @@ def migrate(payload: Payload) -> Payload:
     return payload
 
 
+def remove_stale_temporaries(directory: Path, *, older_than: float) -> list[Path]:
+    """Delete the temporary files of checkpoint writes that never finished (a killed process) and are
+    older than `older_than` (a time.time() value, e.g. this run's start), so a live writer's file stays."""
+    removed = []
+    if not Path(directory).is_dir():
+        return removed
+    for candidate in Path(directory).glob(".*.pt.*.tmp"):
+        if candidate.is_file() and candidate.stat().st_mtime < older_than:
+            candidate.unlink(missing_ok=True)
+            removed.append(candidate)
+    if removed:
+        log.info(
+            "removed %d unfinished checkpoint file(s) left by an interrupted run in %s",
+            len(removed),
+            directory,
+        )
+    return removed
+
+
 def _step_regex(pattern: str) -> re.Pattern[str]:
     if pattern.count("{step}") != 1 or "/" in pattern or os.sep in pattern:
         raise UserError(

@@ -243,3 +243,21 @@ def test_rng_state_round_trip_through_a_checkpoint(tmp_path):
 def test_rng_state_holds_no_numpy_objects():
     state = rng_state()
     assert isinstance(state["numpy"]["keys"], list) and len(state["numpy"]["keys"]) == 624
+
+
+def test_stale_temporaries_of_an_interrupted_save_are_removed_at_start(tmp_path):
+    import os
+    import time
+
+    from seq2seq.checkpoint import remove_stale_temporaries
+
+    stale = tmp_path / ".last.pt.abc123.tmp"
+    stale.write_bytes(b"half a checkpoint")
+    os.utime(stale, (time.time() - 600, time.time() - 600))
+    live = tmp_path / ".checkpoint_9.pt.def456.tmp"  # being written right now by this run
+    live.write_bytes(b"in progress")
+    other = tmp_path / ".notes.tmp"
+    other.write_text("not ours")
+    os.utime(other, (time.time() - 600, time.time() - 600))
+    removed = remove_stale_temporaries(tmp_path, older_than=time.time() - 60)
+    assert removed == [stale] and not stale.exists() and live.exists() and other.exists()

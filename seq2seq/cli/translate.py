@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
-from seq2seq.decode.attention_plot import save_attention_png
+from seq2seq.decode.attention_plot import column_labels, save_attention_png
 from seq2seq.decode.common import Hypothesis
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import pad_batch
@@ -69,7 +69,7 @@ def alignments_and_pictures(
         best_source = weights[: len(hypothesis)].argmax(-1).tolist()  # per target token
         out[index] = " ".join(f"{s * stride}-{t}" for t, s in enumerate(best_source))
         if picture_dir is not None:
-            src_pieces = [translator.src_tokenizer.id_to_piece(i) for i in source]
+            src_pieces = column_labels([translator.src_tokenizer.id_to_piece(i) for i in source], stride)
             tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
             save_attention_png(picture_dir / f"{index + 1:06d}.png", weights, src_pieces, tgt_pieces)
     return out

@@ -8,13 +8,22 @@ from typing import Any
 import torch
 
 
+def column_labels(src_pieces: list[str], stride: int) -> list[str]:
+    """One label per attention column: the pieces a pooled memory position averages (cross_downsample),
+    joined, e.g. stride 2: ["▁In", "▁the", "▁beginning"] -> ["▁In▁the", "▁beginning"]."""
+    return ["".join(src_pieces[start : start + stride]) for start in range(0, len(src_pieces), stride)]
+
+
 def attention_figure(
     weights: torch.Tensor, src_pieces: list[str], tgt_pieces: list[str], *, title: str = ""
 ) -> Any:
     """A matplotlib figure of one sentence's attention.
 
-    Shapes: weights (T, S) — rows are target tokens, columns source tokens (already averaged over heads).
+    Shapes: weights (T, S') — rows are target tokens, columns (pooled) source positions, averaged over
+    heads; `src_pieces` has one label per column (see column_labels).
     """
+    if len(src_pieces) != weights.shape[1]:
+        raise ValueError(f"{len(src_pieces)} source labels for {weights.shape[1]} attention columns")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -20,7 +20,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from seq2seq.checkpoint import FORMAT_VERSION, load_checkpoint, rotate_checkpoints, save_checkpoint
+from seq2seq.checkpoint import (
+    FORMAT_VERSION,
+    load_checkpoint,
+    remove_stale_temporaries,
+    rotate_checkpoints,
+    save_checkpoint,
+)
 from seq2seq.errors import UserError
 from seq2seq.train import distributed
 from seq2seq.train.objective import batch_loss
@@ -98,6 +104,7 @@ class Trainer:
         self.device = device
         self.precision = resolve_precision(options.precision, device)
         self.state = TrainState()
+        self.started_at = time.time()  # temporaries older than this are leftovers of an interrupted run
         self.stop_requested: str | None = None
         self._consecutive_nonfinite = 0
 
@@ -109,6 +116,8 @@ class Trainer:
         if finished:  # e.g. re-running a command whose run already completed
             log.info("nothing to do: the run already stopped at update %d (%s)", self.state.step, finished)
             return self.state
+        if distributed.is_main():
+            remove_stale_temporaries(self.output_dir, older_than=self.started_at)
         previous_handlers = self._install_signal_handlers()
         start = time.monotonic() - self.state.elapsed_seconds
         last_validation_time = time.monotonic()

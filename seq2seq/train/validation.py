@@ -14,7 +14,7 @@ import sacrebleu
 import torch
 from torch import nn
 
-from seq2seq.decode.attention_plot import attention_figure
+from seq2seq.decode.attention_plot import attention_figure, column_labels
 from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import best_tokens, pad_batch, search_ids
@@ -132,6 +132,7 @@ class Validator:
         src = pad_batch([source], tokenizer.pad_id).to(self.device)  # (1, S)
         tgt_in = pad_batch([[tokenizer.bos_id] + hypothesis], tokenizer.pad_id).to(self.device)  # (1, T)
         weights = model.cross_attention(src, tgt_in)[0].mean(0)  # (T, S')
-        src_pieces = [self.src_tokenizer.id_to_piece(i) for i in source]
+        stride = int(getattr(model, "config", {}).get("cross_downsample", 1))
+        src_pieces = column_labels([self.src_tokenizer.id_to_piece(i) for i in source], stride)
         tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
         return attention_figure(weights, src_pieces, tgt_pieces, title=title)
