@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import hydra
 import torch
@@ -99,25 +100,30 @@ def translate(cfg: DictConfig) -> None:
     )
     decode = OmegaConf.to_container(cfg.decode)
     translator = Translator.from_checkpoint(
-        hydra.utils.to_absolute_path(cfg.checkpoint), device=pick_device(str(cfg.device)),
+        checkpoint_paths(cfg.checkpoint), device=pick_device(str(cfg.device)),
         engine=str(cfg.engine), precision=str(cfg.precision), options=SearchOptions.from_config(decode),
         max_input_tokens=cfg.max_input_tokens, long_lines=str(cfg.long_lines),
     )  # fmt: skip
-    if (cfg.alignment or cfg.attention_dir) and translator.model is None:
+    if (cfg.alignment or cfg.attention_dir) and not hasattr(translator.model, "cross_attention"):
         raise UserError(
-            f"alignment and attention_dir need the PyTorch model, not engine={translator.engine.name}; "
-            "pass the .pt checkpoint"
+            f"alignment and attention_dir need one PyTorch model, not engine={translator.engine.name} "
+            "or an ensemble; pass a single .pt checkpoint"
         )
-    input_path = cfg.input if cfg.input == "-" else hydra.utils.to_absolute_path(cfg.input)
-    fix = "fix the file or pass encoding_errors=replace"
-    lines = read_text_lines(input_path, encoding_errors=cfg.encoding_errors, fix=fix)
+    lines = _read(cfg.input, cfg.encoding_errors)
     encoded = translator.encode(lines)
+    forced = None
+    if cfg.prefix:
+        prefixes = _read(cfg.prefix, cfg.encoding_errors)
+        if len(prefixes) != len(lines):
+            raise UserError(f"prefix={cfg.prefix} has {len(prefixes)} lines but the input has {len(lines)}; "
+                            "give one target prefix (or an empty line) per input line")  # fmt: skip
+        forced = translator.encode_prefixes(prefixes, encoded)
     log.info(
         "translating %d lines (%d pieces) with %s on %s",
         len(lines), len(encoded.sources), translator.options.describe(), translator.device,
     )  # fmt: skip
     start = time.perf_counter()
-    results = _search_with_progress(cfg, translator, encoded.sources)
+    results = _search_with_progress(cfg, translator, encoded.sources, forced)
     seconds = time.perf_counter() - start
     output = cfg.output if cfg.output == "-" else hydra.utils.to_absolute_path(cfg.output)
     if translator.options.nbest > 1:  # Moses n-best format: "line ||| translation ||| score"
@@ -179,15 +185,28 @@ def nbest_lines(owners: list[int], results: list[list[Hypothesis]], translator: 
     return lines
 
 
+def checkpoint_paths(setting: Any) -> list[str]:
+    """checkpoint=PATH, or checkpoint=[a.pt,b.pt] for an ensemble, as absolute paths."""
+    values = list(setting) if OmegaConf.is_list(setting) else [setting]
+    return [hydra.utils.to_absolute_path(str(value)) for value in values]
+
+
+def _read(source: str, encoding_errors: str) -> list[str]:
+    path = source if source == "-" else hydra.utils.to_absolute_path(source)
+    return read_text_lines(
+        path, encoding_errors=encoding_errors, fix="fix the file or pass encoding_errors=replace"
+    )
+
+
 def _search_with_progress(
-    cfg: DictConfig, translator: Translator, sources: list[list[int]]
+    cfg: DictConfig, translator: Translator, sources: list[list[int]], prefixes: list[list[int]] | None
 ) -> list[list[Hypothesis]]:
     show = progress_bar_setting(cfg.progress_bar)
     use_bar = (sys.stderr.isatty() and cfg.input != "-") if show is None else show
     bar = tqdm(total=len(sources), unit="sent", desc="translate", file=sys.stderr) if use_bar else None
     try:
         return translator.search(
-            sources, max_tokens=int(cfg.max_tokens), on_batch=bar.update if bar else None
+            sources, max_tokens=int(cfg.max_tokens), prefixes=prefixes, on_batch=bar.update if bar else None
         )
     finally:
         if bar is not None:

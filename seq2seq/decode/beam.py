@@ -86,12 +86,13 @@ def beam_search(
     if beam_size < 1 or not 1 <= nbest <= beam_size:
         raise UserError(f"beam_size={beam_size}, nbest={nbest}: need 1 <= nbest <= beam_size")
     rules, state = start_search(model, src, options, copies=beam_size, prefix=prefix, ids=ids)
+    ready = getattr(model, "returns_log_probs", False)  # an Ensemble scores the step itself
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
     finished: list[list[Hypothesis]] = [[] for _ in range(src.shape[0])]
     while beams.sentences:
         logits, state = model.decode_step(beams.tokens[:, -1:], state)  # (N, V)
-        logprobs = next_token_scores(logits, beams.tokens, beams.rules)
+        logprobs = next_token_scores(logits, beams.tokens, beams.rules, log_probs=ready)
         _step(beams, state, logprobs, finished, limits=limits, options=options)
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest] for hyps in finished]
 

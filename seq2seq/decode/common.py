@@ -100,12 +100,13 @@ def next_token_logprobs_(logits: Tensor) -> Tensor:
     return torch.log_softmax(scores, dim=-1, out=scores)
 
 
-def next_token_scores(logits: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
-    """The step's constrained float32 log-probabilities, computed over `logits` (the caller gives them up).
+def next_token_scores(logits: Tensor, tokens: Tensor, rules: StepRules, *, log_probs: bool = False) -> Tensor:
+    """The step's constrained float32 log-probabilities, computed over `logits` (the caller gives them up);
+    `log_probs`: the model's decode_step returned log-probabilities already (an Ensemble), used as they are.
 
     Shapes: logits (N, V); tokens (N, 1 + step) = bos and the output so far -> (N, V).
     """
-    return constrain_(next_token_logprobs_(logits), tokens, rules)
+    return constrain_(logits.float() if log_probs else next_token_logprobs_(logits), tokens, rules)
 
 
 def start_search(

@@ -67,6 +67,7 @@ def decode_paths(
 ) -> list[list[Hypothesis]]:
     """Decode `copies` independent paths per sentence; returns B lists of `copies` hypotheses."""
     rules, state = start_search(model, src, options, copies=copies, prefix=prefix, ids=ids)
+    ready = getattr(model, "returns_log_probs", False)
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row
     tokens = torch.full((total, 1), ids.bos, dtype=torch.long, device=src.device)  # (N, 1 + step)
@@ -75,7 +76,7 @@ def decode_paths(
     results: list[Hypothesis | None] = [None] * total
     while rows.numel():
         logits, state = model.decode_step(tokens[:, -1:], state)  # (N, V)
-        logprobs = next_token_scores(logits, tokens, rules)
+        logprobs = next_token_scores(logits, tokens, rules, log_probs=ready)
         choice = choose(logprobs).masked_fill(finished, ids.pad)  # (N,)
         chosen = logprobs.gather(1, choice[:, None]).squeeze(1).masked_fill(finished, 0.0)  # (N,)
         finished |= choice == ids.eos

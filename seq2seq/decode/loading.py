@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from torch import nn
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.ensemble import Ensemble
 from seq2seq.errors import UserError
 from seq2seq.model import build_model
 
@@ -52,4 +54,22 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         tgt_tokenizer=tgt_tokenizer,
         config=payload.get("config", {}),
         step=int(payload.get("step", 0)),
+    )
+
+
+def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:
+    """One checkpoint as it is, or several as an Ensemble; their tokenizers must be the same."""
+    members = [load_for_inference(path, device) for path in paths]
+    if len(members) == 1:
+        return members[0]
+    first = members[0]
+    for path, member in zip(paths[1:], members[1:]):
+        if (member.src_tokenizer, member.tgt_tokenizer) != (first.src_tokenizer, first.tgt_tokenizer):
+            raise UserError(
+                f"{paths[0]} and {path} use different tokenizers; an ensemble needs models trained with the "
+                "same sentencepiece model(s)"
+            )
+    ensemble = Ensemble([member.model for member in members]).to(device).eval()
+    return LoadedModel(
+        ensemble, first.src_tokenizer, first.tgt_tokenizer, first.config, max(m.step for m in members)
     )

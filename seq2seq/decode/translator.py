@@ -28,7 +28,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_model
 from seq2seq.decode.exported import load_exported
-from seq2seq.decode.loading import load_for_inference
+from seq2seq.decode.loading import load_ensemble
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.text_input import clean_line
 from seq2seq.errors import UserError
@@ -76,7 +76,7 @@ class Translator:
     @classmethod
     def from_checkpoint(
         cls,
-        path: str | Path,
+        path: str | Path | Sequence[str | Path],
         *,
         engine: str = "auto",
         device: str | torch.device = "cpu",
@@ -85,25 +85,23 @@ class Translator:
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
     ) -> Translator:
-        """A checkpoint file (engine "torch"), or a directory written by `seq2seq-export` (engine
-        "ctranslate2"); "auto" tells them apart. Model and tokenizers come from the path alone."""
-        chosen = _engine_for(Path(path), engine)
+        """A checkpoint file (engine "torch"), several checkpoint files (an ensemble of their models), or
+        a directory written by `seq2seq-export` (engine "ctranslate2"); "auto" tells them apart. Models and
+        tokenizers come from the files alone."""
+        paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
+        chosen = _engine_for(paths, engine)
         policy = {"options": options, "max_input_tokens": max_input_tokens, "long_lines": long_lines}
         if precision not in PRECISIONS:
             raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
+        target = torch.device(device)
         if chosen == "ctranslate2":
-            exported = load_exported(Path(path), device=str(torch.device(device).type))
-            return cls(
-                exported.src_tokenizer, exported.tgt_tokenizer, exported.engine, step=exported.step, **policy
-            )
-        loaded = load_for_inference(Path(path), torch.device(device))
-        engine_ = TorchEngine(
-            loaded.model,
-            SpecialIds.of(loaded.tgt_tokenizer),
-            device=torch.device(device),
-            precision=precision,
-        )
-        return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, engine_, step=loaded.step, **policy)
+            exported = load_exported(paths[0], device=target.type)
+            tokenizers = (exported.src_tokenizer, exported.tgt_tokenizer)
+            return cls(*tokenizers, exported.engine, step=exported.step, **policy)
+        loaded = load_ensemble(paths, target)
+        ids = SpecialIds.of(loaded.tgt_tokenizer)
+        torch_engine = TorchEngine(loaded.model, ids, device=target, precision=precision)
+        return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, torch_engine, step=loaded.step, **policy)
 
     @property
     def model(self) -> nn.Module | None:
@@ -127,18 +125,21 @@ class Translator:
         return_scores: bool = False,
         batch_tokens: int = 4096,
         options: SearchOptions | None = None,
+        prefixes: Sequence[str] | None = None,
     ) -> list[Any]:
         """Translations of `texts`, in order. Arguments left None keep `options` (default: this
         Translator's). Returns one string per text; with `return_scores`, (text, score) pairs; with
         nbest > 1, a list of nbest of those per text. A text split into pieces joins the pieces'
-        k-th hypotheses, and its score is the sum of theirs.
+        k-th hypotheses, and its score is the sum of theirs. `prefixes` (one per text, "" for none)
+        forces the start of each translation; forced tokens count in the score.
         """
         options = (options or self.options).replace(
             beam_size=beam_size, nbest=nbest, length_penalty=length_penalty, max_len_a=max_len_a,
             max_len_b=max_len_b,
         )  # fmt: skip
         encoded = self.encode(texts)
-        results = self.search(encoded.sources, options, max_tokens=batch_tokens)
+        forced = None if prefixes is None else self.encode_prefixes(prefixes, encoded)
+        results = self.search(encoded.sources, options, max_tokens=batch_tokens, prefixes=forced)
         joined = self.join_pieces(encoded, results)
         shaped = [[(text, score) if return_scores else text for text, score in nbest] for nbest in joined]
         return shaped if options.nbest > 1 else [nbest[0] for nbest in shaped]
@@ -169,6 +170,17 @@ class Translator:
                 "%d line(s) longer than %d tokens were truncated (long_lines=truncate)", truncated, limit
             )
         return EncodedInput(sources=sources, owners=owners, n_texts=len(texts))
+
+    def encode_prefixes(self, prefixes: Sequence[str], encoded: EncodedInput) -> list[list[int]]:
+        """Target tokens forced at the start of each piece: a text's prefix on its first piece only."""
+        if len(prefixes) != encoded.n_texts:
+            raise UserError(f"got {len(prefixes)} prefixes for {encoded.n_texts} texts; pass one per text")
+        forced, seen = [], set()
+        for owner in encoded.owners:
+            text = clean_line(prefixes[owner]) if owner not in seen else ""
+            forced.append(self.tgt_tokenizer.encode(text) if text else [])
+            seen.add(owner)
+        return forced
 
     def search(
         self,
@@ -204,14 +216,18 @@ class Translator:
         return joined
 
 
-def _engine_for(path: Path, engine: str) -> str:
+def _engine_for(paths: list[Path], engine: str) -> str:
     if engine not in ENGINES:
         raise UserError(f"engine={engine!r} is not supported; choose {', '.join(ENGINES)}")
-    exported = path.is_dir() and is_exported_model(path)
+    if not paths:
+        raise UserError("no checkpoint given; pass checkpoint=PATH (or a list of them for an ensemble)")
+    exported = [p.is_dir() and is_exported_model(p) for p in paths]
+    if len(paths) > 1 and any(exported):
+        raise UserError("an ensemble takes .pt checkpoints, not exported models; pass the checkpoints")
     if engine == "auto":
-        return "ctranslate2" if exported else "torch"
-    if engine == "ctranslate2" and not exported:
-        raise UserError(f"{path} is not a CTranslate2 model directory; make one with seq2seq-export")
+        return "ctranslate2" if exported[0] else "torch"
+    if engine == "ctranslate2" and not exported[0]:
+        raise UserError(f"{paths[0]} is not a CTranslate2 model directory; make one with seq2seq-export")
     return engine
 
 

@@ -76,3 +76,59 @@ def test_export_cli_then_translate_cli_with_the_exported_model(finished_run: Pat
         "seq2seq.cli.export", f"checkpoint={finished_run / 'last.pt'}", f"output={exported}", cwd=tmp_path
     )
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "force=true" in again.stderr
+
+
+def test_prefixes_start_every_output_and_are_scored_like_teacher_forcing(finished_run: Path, tmp_path: Path):
+    import torch
+
+    translator = Translator.from_checkpoint(finished_run / "last.pt")
+    texts = ["the man sees the dog", "a woman finds the house", "the king loves bread"]
+    prefixes = ["el perro", "", "un rey ve"]
+    got = translator.translate(texts, beam_size=1, prefixes=prefixes, return_scores=True)
+    for (text, score), prefix, source in zip(got, prefixes, texts):
+        assert text.startswith(prefix)
+        tokens = translator.tgt_tokenizer.encode(text)
+        ids = translator.tgt_tokenizer
+        src = torch.tensor([translator.src_tokenizer.encode(source) + [ids.eos_id]])
+        tgt_in = torch.tensor([[ids.bos_id, *tokens]])
+        with torch.no_grad():
+            logprobs = torch.log_softmax(translator.model(src, tgt_in).float(), dim=-1)[0]  # (T, V)
+        forced = logprobs[torch.arange(len(tokens) + 1), torch.tensor([*tokens, ids.eos_id])]
+        assert score == pytest.approx(float(forced.sum()), abs=1e-4)
+    source, prefix_file = tmp_path / "in.txt", tmp_path / "prefix.txt"
+    source.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    prefix_file.write_text("".join(p + "\n" for p in prefixes), encoding="utf-8")
+    output = tmp_path / "out.txt"
+    checkpoint = f"checkpoint={finished_run / 'last.pt'}"
+    result = run_module("seq2seq.cli.translate", checkpoint, f"input={source}", f"prefix={prefix_file}",
+                        f"output={output}", "decode=greedy", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert output.read_text(encoding="utf-8").split("\n")[:-1] == [text for text, _ in got]
+    prefix_file.write_text("el\n", encoding="utf-8")
+    result = run_module("seq2seq.cli.translate", checkpoint, f"input={source}", f"prefix={prefix_file}",
+                        cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2 and "has 1 lines but the input has 3" in result.stderr
+
+
+def test_an_ensemble_from_the_command_line(finished_run: Path, tmp_path: Path):
+    from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+    from seq2seq.data.tokenizer import Tokenizer
+
+    lines = ["the man sees the dog", "", "a woman finds the house"]
+    _, single = translate(finished_run, tmp_path, lines, None, "decode=greedy")
+    twice = tmp_path / "twice"
+    twice.mkdir()
+    paths = f"[{finished_run / 'last.pt'},{finished_run / 'last.pt'}]"
+    result = run_module("seq2seq.cli.translate", f"checkpoint={paths}", f"input={tmp_path / 'input.txt'}",
+                        f"output={twice / 'out.txt'}", "decode=greedy", "max_input_tokens=64",
+                        cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (twice / "out.txt").read_text() == single.read_text()  # two copies of a model = the model
+    payload = load_checkpoint(finished_run / "last.pt")
+    other = Tokenizer.train(["el perro ve al gato", "la casa"] * 50, vocab_size=30, model_type="bpe")
+    payload["tokenizer"] = {"src": other.to_bytes(), "tgt": None}
+    save_checkpoint(tmp_path / "other.pt", {k: v for k, v in payload.items() if k != "format_version"})
+    mixed = f"[{finished_run / 'last.pt'},{tmp_path / 'other.pt'}]"
+    result = run_module("seq2seq.cli.translate", f"checkpoint={mixed}", "input=-", cwd=tmp_path, stdin=b"x\n")
+    assert result.returncode == 2 and b"use different tokenizers" in result.stderr
+    assert b"Traceback" not in result.stderr

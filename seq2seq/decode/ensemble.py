@@ -1,0 +1,71 @@
+"""Several models searched as one (fairseq's `--path a.pt:b.pt`): each step scores a token by the mean of
+the models' log-probabilities, and every model keeps its own encoder output and KV cache, reordered
+together with the beams.
+
+An Ensemble has the interface the searches use (encode, init_state, decode_step, config, pad_id), so
+greedy, beam and sampling search run it unchanged; its decode_step returns log-probabilities already
+(`returns_log_probs`), which the searches then use as they are: the mean of log-probabilities is not
+renormalised, so a hypothesis' score is exactly the mean of what each model gives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from seq2seq.errors import UserError
+from seq2seq.nn.kv_cache import DecoderState
+
+
+@dataclass
+class EnsembleState:
+    """One DecoderState per model; `reorder` moves them all the same way."""
+
+    states: list[DecoderState]
+
+    def reorder(self, index: Tensor, *, memory: bool | Tensor = True) -> EnsembleState:
+        for state in self.states:
+            state.reorder(index, memory=memory)
+        return self
+
+
+class Ensemble(nn.Module):
+    returns_log_probs = True  # decode_step gives (N, V) log-probabilities, used without renormalising
+
+    def __init__(self, models: Sequence[nn.Module]) -> None:
+        super().__init__()
+        if not models:
+            raise UserError("an ensemble needs at least one model")
+        sizes = {(m.config.get("src_vocab_size"), m.config.get("tgt_vocab_size"), m.pad_id) for m in models}
+        if len(sizes) > 1:
+            raise UserError(f"ensemble members differ in vocabulary sizes or pad id {sorted(sizes)}; "
+                            "ensemble models trained with the same tokenizer")  # fmt: skip
+        self.members = nn.ModuleList(models)
+        self.pad_id = models[0].pad_id
+        self.config: dict[str, Any] = dict(models[0].config)
+        self.config["max_positions"] = min(int(m.config.get("max_positions", 1024)) for m in models)
+
+    def encode(self, src: Tensor) -> list[Any]:
+        """Shapes: src (B, S) -> one encoder output per model."""
+        return [model.encode(src) for model in self.members]
+
+    def init_state(
+        self, memories: list[Any], beam_size: int = 1, max_steps: int | None = None
+    ) -> EnsembleState:
+        return EnsembleState([
+            model.init_state(memory, beam_size=beam_size, max_steps=max_steps)
+            for model, memory in zip(self.members, memories)
+        ])  # fmt: skip
+
+    def decode_step(self, prev_tokens: Tensor, state: EnsembleState) -> tuple[Tensor, EnsembleState]:
+        """Mean of the models' next-token log-probabilities. Shapes: prev_tokens (N, t) -> (N, V)."""
+        total: Tensor | None = None
+        for model, member_state in zip(self.members, state.states):
+            logits, _ = model.decode_step(prev_tokens, member_state)  # (N, V)
+            logprobs = torch.log_softmax(logits.float(), dim=-1)
+            total = logprobs if total is None else total.add_(logprobs)
+        return total.div_(len(self.members)), state  # type: ignore[union-attr]
