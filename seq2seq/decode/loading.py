@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,9 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.errors import UserError
 from seq2seq.model import build_model
+from seq2seq.nn.backends import xformers_installed
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,7 +38,7 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         raise UserError(
             f"checkpoint {path} lacks {', '.join(missing)}; pass a checkpoint written by seq2seq-train"
         )
-    model = build_model(**payload["model_config"])
+    model = build_model(**usable_model_config(payload["model_config"], device))
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError as error:
@@ -55,6 +59,19 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         config=payload.get("config", {}),
         step=int(payload.get("step", 0)),
     )
+
+
+def usable_model_config(config: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    """The checkpoint's model settings, with the attention backend swapped for PyTorch SDPA when it was
+    xFormers and xFormers cannot run here (not installed, or no CUDA): the weights are the same, and the
+    outputs agree to float precision (tests/nn/test_backends.py)."""
+    if config.get("attention") != "xformers":
+        return config
+    if xformers_installed() and device.type == "cuda":
+        return config
+    why = "it is not installed" if not xformers_installed() else f"it has no kernels for {device.type}"
+    log.info("the model was trained with attention=xformers, which cannot run here (%s); using sdpa", why)
+    return {**config, "attention": "sdpa"}
 
 
 def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:

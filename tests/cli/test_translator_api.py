@@ -132,3 +132,27 @@ def test_an_ensemble_from_the_command_line(finished_run: Path, tmp_path: Path):
     result = run_module("seq2seq.cli.translate", f"checkpoint={mixed}", "input=-", cwd=tmp_path, stdin=b"x\n")
     assert result.returncode == 2 and b"use different tokenizers" in result.stderr
     assert b"Traceback" not in result.stderr
+
+
+def test_an_xformers_checkpoint_translates_with_sdpa_where_xformers_cannot_run(
+    finished_run: Path, tmp_path: Path, monkeypatch, caplog
+):
+    import logging
+
+    from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+    from seq2seq.decode import loading
+    from seq2seq.model import builders
+
+    payload = load_checkpoint(finished_run / "last.pt")
+    payload["model_config"] = {**payload["model_config"], "attention": "xformers"}
+    save_checkpoint(tmp_path / "xformers.pt", {k: v for k, v in payload.items() if k != "format_version"})
+    for module in (loading, builders):  # as on a machine without the package
+        monkeypatch.setattr(module, "xformers_installed", lambda: False)
+    lines = ["the man sees the dog", "a woman finds the house"]
+    with caplog.at_level(logging.INFO):
+        fallback = Translator.from_checkpoint(tmp_path / "xformers.pt").translate(lines)
+    assert (
+        "trained with attention=xformers, which cannot run here (it is not installed); using sdpa"
+        in caplog.text
+    )
+    assert fallback == Translator.from_checkpoint(finished_run / "last.pt").translate(lines)
