@@ -105,12 +105,11 @@ def test_model_config_reads_what_hydra_composes(name: str) -> None:
     assert model_size(name) == {key: composed[key] for key in SIZE_KEYS}
 
 
-def test_the_named_sizes() -> None:
-    assert model_size("tiny") == dict(d_model=64, n_heads=4, ffn_dim=256, encoder_layers=2, decoder_layers=2)
-    assert model_size("small") == dict(
-        d_model=256, n_heads=4, ffn_dim=1024, encoder_layers=3, decoder_layers=3
+def test_sizes_keep_base_values_they_do_not_set() -> None:
+    assert (
+        model_config("big")["dropout"] == 0.3 and model_config("small")["dropout"] == base_yaml()["dropout"]
     )
-    assert model_config("big")["dropout"] == 0.3 and model_config("small")["dropout"] == 0.1
+    assert model_config("tiny")["attention_backend"] == base_yaml()["attention_backend"]
 
 
 def test_an_unknown_size_is_a_one_line_error() -> None:
