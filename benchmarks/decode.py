@@ -40,11 +40,11 @@ from common import (
 
 from seq2seq.decode import SearchOptions, beam_search, greedy_search
 from seq2seq.decode.common import SpecialIds
-from seq2seq.model import build_model
+from seq2seq.model import build_model, model_size
 
 PAD, BOS, EOS, FIRST_WORD = 0, 2, 3, 4
 VOCAB = 8000
-SIZES = dict(d_model=256, n_heads=4, ffn_dim=1024, encoder_layers=3, decoder_layers=3)
+SIZES = model_size("small")
 BIBLE_TEST = Path("data/bible_en_es/test.en")
 log = logging.getLogger("benchmarks.decode")
 

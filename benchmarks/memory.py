@@ -39,7 +39,7 @@ from common import (
     time_interleaved,
 )
 
-from seq2seq.model import SIZES, build_model, count_parameters
+from seq2seq.model import build_model, count_parameters, model_size, size_names
 from seq2seq.nn.attention import AttentionContext, SelfAttention
 from seq2seq.train.loss import label_smoothed_nll
 
@@ -62,7 +62,7 @@ def build_training_step(args: argparse.Namespace, checkpointing: bool):
         src_vocab_size=VOCAB,
         tgt_vocab_size=VOCAB,
         pad_id=PAD,
-        **SIZES[args.size],
+        **model_size(args.size),
         checkpoint_activations=checkpointing,
     ).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
@@ -111,7 +111,7 @@ def time_checkpointing(args: argparse.Namespace) -> dict[bool, Timing]:
 
 
 def checkpointing_part(args: argparse.Namespace) -> None:
-    dims = SIZES[args.size]
+    dims = model_size(args.size)
     batch = synthetic_batch(args.tokens, vocab_size=VOCAB)
     print(
         f"\n## (a) gradient checkpointing: {args.size} {dims}, {args.dtype}, "
@@ -272,7 +272,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="bf16",
         help="training-step precision (bf16 autocast, as trainer.precision=bf16)",
     )
-    parser.add_argument("--size", choices=sorted(SIZES), default="base")
+    parser.add_argument("--size", choices=size_names(), default="base")
     parser.add_argument("--tokens", type=int, default=2048, help="target tokens in the training batch")
     parser.add_argument("--steps", type=int, default=3, help="timed training steps per configuration")
     parser.add_argument(

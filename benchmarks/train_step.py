@@ -42,7 +42,7 @@ from common import (
 )
 from torch import Tensor, nn
 
-from seq2seq.model import SIZES, build_model, count_parameters
+from seq2seq.model import build_model, count_parameters, model_size, size_names
 from seq2seq.nn.packing import Packing
 from seq2seq.nn.positional import sinusoid_table
 from seq2seq.train.loss import LossOutput, projected_label_smoothed_nll
@@ -248,7 +248,7 @@ def step_flops(dims: Dims, batch: Batch) -> float:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--size", choices=size_names(), default="small")
     parser.add_argument("--tokens", type=int, default=4096, help="real target tokens per batch")
     parser.add_argument("--mean-length", type=float, default=32.0, help="mean target sentence length")
     parser.add_argument(
@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("transformers").setLevel(logging.ERROR)
     args = parse_args(argv)
     threads = set_threads(args.threads)
-    dims = Dims(**SIZES[args.size], vocab=VOCAB)
+    dims = Dims(**model_size(args.size), vocab=VOCAB)
     batch = synthetic_batch(
         args.tokens, vocab_size=VOCAB, mean_length=args.mean_length, length_sorted=args.length_sorted
     )

@@ -30,14 +30,50 @@ from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 VERSION_KEY = "format_version"
 # Names the rotation never deletes, whatever pattern it is given.
 PROTECTED_NAMES = frozenset({"last.pt", "best.pt"})
 
 Payload = dict[str, Any]
-# MIGRATIONS[v] upgrades a version-v payload to version v + 1. Empty: version 1 is the first format.
-MIGRATIONS: dict[int, Callable[[Payload], Payload]] = {}
+
+
+def _model_settings_v2(payload: Payload) -> Payload:
+    """Version 1 -> 2: the model settings' new names; the weights are untouched.
+
+    ``attention`` became ``attention_backend``. ``tie_embeddings`` became two switches: it tied the
+    decoder input to the output projection, and the encoder input too when the vocabulary sizes were
+    equal, so ``share_decoder_output = tie`` and ``share_embeddings = tie and src == tgt size`` rebuild
+    exactly the sharing version 1 built. Applied to ``model_config`` and to the saved run config's
+    ``model`` section (which has no vocabulary sizes: it follows ``model_config``, or ``tie`` without one).
+    """
+    model_config = payload.get("model_config")
+    joint = None
+    if isinstance(model_config, dict):
+        joint = model_config.get("src_vocab_size") == model_config.get("tgt_vocab_size")
+        payload["model_config"] = _rename_model_settings(model_config, joint)
+    config = payload.get("config")
+    if isinstance(config, dict) and isinstance(config.get("model"), dict):
+        payload["config"] = {**config, "model": _rename_model_settings(config["model"], joint)}
+    return payload
+
+
+def _rename_model_settings(settings: dict[str, Any], joint: bool | None) -> dict[str, Any]:
+    """A version-1 model settings dict with the version-2 names (a new dict, same key order)."""
+    renamed: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key == "attention":
+            renamed["attention_backend"] = value
+        elif key == "tie_embeddings":
+            renamed["share_embeddings"] = bool(value) and joint is not False
+            renamed["share_decoder_output"] = bool(value)
+        else:
+            renamed[key] = value
+    return renamed
+
+
+# MIGRATIONS[v] upgrades a version-v payload to version v + 1; ``migrate`` chains them on load.
+MIGRATIONS: dict[int, Callable[[Payload], Payload]] = {1: _model_settings_v2}
 
 # What torch.load raises on damaged bytes (seen by truncating and flipping bytes of real files).
 _DAMAGED_FILE_ERRORS = (

@@ -7,34 +7,33 @@ unknown key Hydra's own one-line error before anything runs.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
 from dataclasses import dataclass
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from seq2seq.model.builders import RUN_TIME_ARGUMENTS, build_model
 
-@dataclass
-class ModelSchema:
-    _target_: str = "seq2seq.model.build_model"
-    d_model: int = 512
-    n_heads: int = 8
-    ffn_dim: int = 2048
-    encoder_layers: int = 6
-    decoder_layers: int = 6
-    dropout: float = 0.1
-    attention_dropout: float = 0.0
-    activation_dropout: float = 0.0
-    positional: str = "sinusoidal"
-    alibi_cross_attention: bool = False
-    attention: str = "sdpa"
-    window: int | None = None
-    cross_downsample: int = 1
-    downsample_mode: str = "avg"
-    norm: str = "pre"
-    activation: str = "relu"
-    tie_embeddings: bool = True
-    checkpoint_activations: bool = False
-    max_positions: int = 1024
+
+def _model_schema() -> type:
+    """Types of the `model` group's keys, without values (those live in configs/model/base.yaml only).
+
+    The keys and types are build_model's keyword arguments, read from its signature, so the schema
+    cannot drift from the builder; the arguments the train CLI injects at run time are left out.
+    """
+    hints = typing.get_type_hints(build_model)
+    fields = [("_target_", str, MISSING)] + [
+        (name, hints[name], MISSING)
+        for name in inspect.signature(build_model).parameters
+        if name not in RUN_TIME_ARGUMENTS
+    ]
+    return dataclasses.make_dataclass("ModelSchema", fields)
+
+
+ModelSchema = _model_schema()
 
 
 @dataclass

@@ -1,14 +1,22 @@
-"""Builder functions: the one place where modules are wired together from explicit arguments."""
+"""Builder functions: the one place where modules are wired together from explicit arguments.
+
+Layers receive their attention, feed-forward and residual blocks already built (`LayerRecipe`), the
+stacks receive their layers, embeddings and position schemes, and `build_model` puts the model
+together. Modules are created in a fixed order (target embedding, source embedding, encoder, decoder,
+output projection), so a seed gives the same initial weights from one release to the next.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
 from torch import nn
 
 from seq2seq.errors import UserError
 from seq2seq.model.transformer import POSITIONAL_KINDS, Decoder, Encoder, PositionScheme, Seq2Seq
-from seq2seq.nn.backends import BACKENDS, xformers_installed
+from seq2seq.nn.attention import CrossAttention, SelfAttention
+from seq2seq.nn.backends import ATTENTION_BACKENDS, xformers_installed
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
 from seq2seq.nn.layers import (
     ACTIVATIONS,
@@ -16,16 +24,25 @@ from seq2seq.nn.layers import (
     NORMS,
     DecoderLayer,
     EncoderLayer,
+    FeedForward,
     MemoryDownsampler,
+    Residual,
 )
 
-# Named sizes. "base" and "big" follow Vaswani et al. (2017); "tiny" is for tests and smoke runs.
-SIZES: dict[str, dict[str, int]] = {
-    "tiny": dict(d_model=64, n_heads=4, ffn_dim=256, encoder_layers=2, decoder_layers=2),
-    "small": dict(d_model=256, n_heads=4, ffn_dim=1024, encoder_layers=3, decoder_layers=3),
-    "base": dict(d_model=512, n_heads=8, ffn_dim=2048, encoder_layers=6, decoder_layers=6),
-    "big": dict(d_model=1024, n_heads=16, ffn_dim=4096, encoder_layers=6, decoder_layers=6),
-}
+# build_model's arguments the train CLI fills in from the trained tokenizer; every other one is a setting
+# of the `model` config group, with its default in configs/model/base.yaml.
+RUN_TIME_ARGUMENTS = ("src_vocab_size", "tgt_vocab_size", "pad_id")
+_POSITIVE_INTEGERS = (
+    "src_vocab_size",
+    "tgt_vocab_size",
+    "d_model",
+    "n_heads",
+    "ffn_dim",
+    "encoder_layers",
+    "decoder_layers",
+    "cross_downsample",
+    "max_positions",
+)
 
 
 def _check_choice(name: str, value: Any, allowed: tuple) -> None:
@@ -40,25 +57,40 @@ def _check_positive(name: str, value: Any, *, allow_none: bool = False) -> None:
         raise UserError(f"{name}={value!r} must be a positive integer{' or None' if allow_none else ''}")
 
 
+def check_embedding_sharing(share_embeddings: bool, *, joint_vocabulary: bool) -> None:
+    """Refuse `share_embeddings` for separate source and target vocabularies (even of equal size:
+    the same id would mean two different pieces). The train CLI calls this with the tokenizer's setting."""
+    if share_embeddings and not joint_vocabulary:
+        raise UserError(
+            "model.share_embeddings=true needs one joint vocabulary for source and target; "
+            "set data.tokenizer.joint=true or model.share_embeddings=false"
+        )
+
+
+def _check_sharing(args: dict[str, Any]) -> None:
+    if not args["share_embeddings"]:
+        return
+    if args["src_vocab_size"] != args["tgt_vocab_size"]:
+        raise UserError(
+            f"share_embeddings=True needs one vocabulary, but src_vocab_size={args['src_vocab_size']} and "
+            f"tgt_vocab_size={args['tgt_vocab_size']} differ; use a joint tokenizer or share_embeddings=False"
+        )
+    if not args["share_decoder_output"]:
+        raise UserError(
+            "share_embeddings=True ties the output projection too, so share_decoder_output=False contradicts "
+            "it; set share_embeddings=False as well, or share_decoder_output=True"
+        )
+
+
 def validate_arguments(args: dict[str, Any]) -> None:
     """Reject impossible settings with one-line messages before any module is built."""
-    for name in (
-        "src_vocab_size",
-        "tgt_vocab_size",
-        "d_model",
-        "n_heads",
-        "ffn_dim",
-        "encoder_layers",
-        "decoder_layers",
-        "cross_downsample",
-        "max_positions",
-    ):
+    for name in _POSITIVE_INTEGERS:
         _check_positive(name, args[name])
     _check_positive("window", args["window"], allow_none=True)
     if args["d_model"] % args["n_heads"]:
         raise UserError(f"n_heads={args['n_heads']} must divide d_model={args['d_model']}")
     _check_choice("positional", args["positional"], POSITIONAL_KINDS)
-    _check_choice("attention", args["attention"], BACKENDS)
+    _check_choice("attention_backend", args["attention_backend"], ATTENTION_BACKENDS)
     _check_choice("norm", args["norm"], NORMS)
     _check_choice("activation", args["activation"], ACTIVATIONS)
     _check_choice("downsample_mode", args["downsample_mode"], DOWNSAMPLE_MODES)
@@ -69,11 +101,122 @@ def validate_arguments(args: dict[str, Any]) -> None:
         raise UserError(f"pad_id={args['pad_id']} must be a valid token id (0 <= pad_id < vocab size)")
     if args["positional"] == "rope" and (args["d_model"] // args["n_heads"]) % 2:
         raise UserError("positional='rope' needs an even head dimension (d_model / n_heads)")
-    if args["attention"] == "xformers" and not xformers_installed():
+    if args["attention_backend"] == "xformers" and not xformers_installed():
         raise UserError(
-            "attention='xformers' requested but xformers is not installed; "
-            "pip install 'seq2seq[xformers]' or choose attention='sdpa'"
+            "attention_backend='xformers' requested but xformers is not installed; "
+            "pip install 'seq2seq[xformers]' or choose attention_backend='sdpa'"
         )
+    _check_sharing(args)
+
+
+@dataclass(frozen=True)
+class LayerRecipe:
+    """The settings every layer of both stacks is built from, and the parts built from them."""
+
+    d_model: int
+    n_heads: int
+    ffn_dim: int
+    dropout: float
+    attention_dropout: float
+    activation_dropout: float
+    activation: str
+    norm: str
+    attention_backend: str
+    window: int | None
+
+    @classmethod
+    def of(cls, args: dict[str, Any]) -> LayerRecipe:
+        """The recipe's fields picked from `build_model`'s arguments."""
+        return cls(**{field.name: args[field.name] for field in fields(cls)})
+
+    def self_attention(self) -> SelfAttention:
+        return SelfAttention(
+            self.d_model,
+            self.n_heads,
+            dropout=self.attention_dropout,
+            attention_backend=self.attention_backend,
+            window=self.window,
+        )
+
+    def cross_attention(self) -> CrossAttention:
+        return CrossAttention(
+            self.d_model,
+            self.n_heads,
+            dropout=self.attention_dropout,
+            attention_backend=self.attention_backend,
+        )
+
+    def feed_forward(self) -> FeedForward:
+        return FeedForward(
+            self.d_model, self.ffn_dim, activation=self.activation, dropout=self.activation_dropout
+        )
+
+    def residual(self) -> Residual:
+        return Residual(self.d_model, norm=self.norm, dropout=self.dropout)
+
+    def encoder_layer(self) -> EncoderLayer:
+        return EncoderLayer(
+            self.self_attention(), self.feed_forward(), attn_block=self.residual(), ffn_block=self.residual()
+        )
+
+    def decoder_layer(self) -> DecoderLayer:
+        return DecoderLayer(
+            self.self_attention(),
+            self.cross_attention(),
+            self.feed_forward(),
+            self_block=self.residual(),
+            cross_block=self.residual(),
+            ffn_block=self.residual(),
+        )
+
+
+def _embeddings(args: dict[str, Any]) -> tuple[TokenEmbedding, TokenEmbedding]:
+    """(source, target) token embeddings: one module when `share_embeddings`. Target first, always."""
+    d_model, pad_id = args["d_model"], args["pad_id"]
+    tgt_embedding = TokenEmbedding(args["tgt_vocab_size"], d_model, pad_id)
+    if args["share_embeddings"]:
+        return tgt_embedding, tgt_embedding
+    return TokenEmbedding(args["src_vocab_size"], d_model, pad_id), tgt_embedding
+
+
+def _positions(args: dict[str, Any]) -> PositionScheme:
+    """One stack's position scheme (each stack has its own: learned tables are not shared)."""
+    return PositionScheme(
+        args["positional"],
+        d_model=args["d_model"],
+        n_heads=args["n_heads"],
+        max_positions=args["max_positions"],
+        alibi_cross=args["alibi_cross_attention"],
+    )
+
+
+def _stacks(
+    args: dict[str, Any], src_embedding: TokenEmbedding, tgt_embedding: TokenEmbedding
+) -> tuple[Encoder, Decoder]:
+    """The encoder and decoder stacks; each takes its positions, then its layers (the draw order)."""
+    recipe = LayerRecipe.of(args)
+    stack_args = dict(
+        d_model=args["d_model"],
+        norm=args["norm"],
+        dropout=args["dropout"],
+        checkpoint_activations=args["checkpoint_activations"],
+    )
+    encoder = Encoder(
+        src_embedding,
+        _positions(args),
+        [recipe.encoder_layer() for _ in range(args["encoder_layers"])],
+        **stack_args,
+    )
+    decoder = Decoder(
+        tgt_embedding,
+        _positions(args),
+        [recipe.decoder_layer() for _ in range(args["decoder_layers"])],
+        **stack_args,
+        downsampler=MemoryDownsampler(
+            args["d_model"], args["cross_downsample"], mode=args["downsample_mode"]
+        ),
+    )
+    return encoder, decoder
 
 
 def build_model(
@@ -91,64 +234,30 @@ def build_model(
     activation_dropout: float = 0.0,
     positional: str = "sinusoidal",
     alibi_cross_attention: bool = False,
-    attention: str = "sdpa",
+    attention_backend: str = "sdpa",
     window: int | None = None,
     cross_downsample: int = 1,
     downsample_mode: str = "avg",
     norm: str = "pre",
     activation: str = "relu",
-    tie_embeddings: bool = True,
+    share_embeddings: bool = True,
+    share_decoder_output: bool = True,
     checkpoint_activations: bool = False,
     max_positions: int = 1024,
 ) -> Seq2Seq:
     """An encoder-decoder Transformer. Invalid arguments raise UserError (a ValueError).
 
-    `tie_embeddings` shares the decoder input and output embeddings, and also the encoder's when
-    source and target vocabularies have the same size (a joint vocabulary).
+    The defaults are configs/model/base.yaml's (tests/model/test_model_defaults.py keeps them equal).
+    `share_embeddings`: encoder input, decoder input and output projection are one matrix (a joint
+    vocabulary only); `share_decoder_output`: the decoder input embedding is the output projection.
     `window` limits encoder and decoder self-attention to a local band of that width.
     """
     args = dict(locals())
     validate_arguments(args)
-    layer_args = dict(
-        dropout=dropout,
-        attention_dropout=attention_dropout,
-        activation_dropout=activation_dropout,
-        activation=activation,
-        norm=norm,
-        backend=attention,
-        window=window,
-    )
-    stack_args = dict(
-        d_model=d_model, norm=norm, dropout=dropout, checkpoint_activations=checkpoint_activations
-    )
-
-    def positions() -> PositionScheme:
-        return PositionScheme(
-            positional,
-            d_model=d_model,
-            n_heads=n_heads,
-            max_positions=max_positions,
-            alibi_cross=alibi_cross_attention,
-        )
-
-    tgt_embedding = TokenEmbedding(tgt_vocab_size, d_model, pad_id)
-    joint = tie_embeddings and src_vocab_size == tgt_vocab_size
-    src_embedding = tgt_embedding if joint else TokenEmbedding(src_vocab_size, d_model, pad_id)
-    encoder = Encoder(
-        src_embedding,
-        positions(),
-        [EncoderLayer(d_model, n_heads, ffn_dim, **layer_args) for _ in range(encoder_layers)],
-        **stack_args,
-    )
-    decoder = Decoder(
-        tgt_embedding,
-        positions(),
-        [DecoderLayer(d_model, n_heads, ffn_dim, **layer_args) for _ in range(decoder_layers)],
-        **stack_args,
-        downsampler=MemoryDownsampler(d_model, cross_downsample, mode=downsample_mode),
-    )
+    src_embedding, tgt_embedding = _embeddings(args)
+    encoder, decoder = _stacks(args, src_embedding, tgt_embedding)
     output = OutputProjection(
-        d_model, tgt_vocab_size, shared_weight=tgt_embedding.weight if tie_embeddings else None
+        d_model, tgt_vocab_size, shared_weight=tgt_embedding.weight if share_decoder_output else None
     )
     return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config=args)
 

@@ -1,0 +1,16 @@
+"""Pure building blocks: explicit arguments, no config objects, no I/O. One concept per module:
+
+positional.py   position information: sinusoidal and learned (added to embeddings), rotary (rotates q, k),
+                ALiBi (additive bias)
+backends.py     attention kernels behind one signature (ATTENTION_BACKENDS: sdpa, xformers, manual), the
+                sliding-window `local_attend`; the only place masks change form
+attention.py    SelfAttention (fused QKV, optional window, KV cache), CrossAttention (memory K/V once),
+                AttentionContext (positions and masks built once per stack)
+kv_cache.py     KVCache (one layer's growing keys and values) and DecoderState.reorder for beam search
+layers.py       FeedForward, Residual (pre/post norm), EncoderLayer and DecoderLayer (built from those
+                parts), MemoryDownsampler (pooled cross-attention memory)
+embeddings.py   TokenEmbedding (scaled by sqrt(D)), OutputProjection (optionally sharing its weight)
+dropout.py      Dropout with a cheaper CPU keep-mask, same distribution
+linear.py       Linear whose float32 CPU inference runs on oneDNN
+packing.py      Packing: position-wise layers on the real tokens of a padded batch only
+"""

@@ -76,13 +76,13 @@ class SelfAttention(nn.Module):
         n_heads: int,
         *,
         dropout: float = 0.0,
-        backend: str = "sdpa",
+        attention_backend: str = "sdpa",
         window: int | None = None,
     ) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.dropout = dropout
-        self.backend = backend
+        self.attention_backend = attention_backend
         self.window = window
         self.qkv = Linear(d_model, 3 * d_model)
         self.out = Linear(d_model, d_model)
@@ -122,7 +122,7 @@ class SelfAttention(nn.Module):
                 keep=context.keep,
                 alibi_slopes=context.alibi_slopes,
                 dropout_p=dropout_p,
-                backend=self.backend,
+                attention_backend=self.attention_backend,
             )
         keep, bias = context.keep, context.dense_bias()
         if window is not None and tk > tq + window - 1 and context.causal:
@@ -140,7 +140,7 @@ class SelfAttention(nn.Module):
             window=window,
             bias=bias,
             dropout_p=dropout_p,
-            backend=self.backend,
+            attention_backend=self.attention_backend,
         )
 
 
@@ -161,11 +161,13 @@ def _ungroup_queries(out: Tensor, group: int, length: int) -> Tensor:
 class CrossAttention(nn.Module):
     """Decoder-to-encoder attention; the memory's fused K/V projection is computed once per sentence."""
 
-    def __init__(self, d_model: int, n_heads: int, *, dropout: float = 0.0, backend: str = "sdpa") -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, *, dropout: float = 0.0, attention_backend: str = "sdpa"
+    ) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.dropout = dropout
-        self.backend = backend
+        self.attention_backend = attention_backend
         self.q = Linear(d_model, d_model)
         self.kv = Linear(d_model, 2 * d_model)
         self.out = Linear(d_model, d_model)
@@ -203,7 +205,7 @@ class CrossAttention(nn.Module):
             keep=context.keep,
             bias=bias,
             dropout_p=self.dropout if self.training else 0.0,
-            backend=self.backend,
+            attention_backend=self.attention_backend,
         )
         if group > 1:
             return self.out(_ungroup_queries(out, group, length))

@@ -24,7 +24,7 @@ from torch import Tensor
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("sdpa", "xformers", "manual")
+ATTENTION_BACKENDS = ("sdpa", "xformers", "manual")
 CPU_MATMUL_MAX_QUERIES = 4  # on CPU, "sdpa" computes attention for this few queries with plain matmuls
 
 
@@ -85,21 +85,23 @@ def attend(
     window: int | None = None,
     bias: Tensor | None = None,
     dropout_p: float = 0.0,
-    backend: str = "sdpa",
+    attention_backend: str = "sdpa",
 ) -> Tensor:
-    """Dense attention on the chosen backend.
+    """Dense attention on the chosen `attention_backend` (one of ATTENTION_BACKENDS).
 
     Shapes:
         q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh); bias: (H, Tq, Tk) or (B, H, Tq, Tk) -> (B, H, Tq, Dh)
     """
-    if backend == "xformers":
+    if attention_backend == "xformers":
         usable, why = xformers_usable(q)
         if usable:
             return _xformers(q, k, v, keep=keep, causal=causal, window=window, bias=bias, dropout_p=dropout_p)
         _log_fallback(why)
-        backend = "sdpa"
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown attention backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        attention_backend = "sdpa"
+    if attention_backend not in ATTENTION_BACKENDS:
+        raise ValueError(
+            f"unknown attention backend {attention_backend!r}; choose one of {', '.join(ATTENTION_BACKENDS)}"
+        )
     tq, tk = q.shape[-2], k.shape[-2]
     on_cpu = q.device.type == "cpu"
     low_precision_cpu = on_cpu and q.dtype in (torch.bfloat16, torch.float16)
@@ -109,7 +111,7 @@ def attend(
     # 40 keys, Dh 64: 2.2 ms against 0.8 ms). Both take the direct matmul path.
     matmul_on_cpu = low_precision_cpu or (on_cpu and tq <= CPU_MATMUL_MAX_QUERIES)
     if (
-        backend == "sdpa"
+        attention_backend == "sdpa"
         and not matmul_on_cpu
         and keep is None
         and bias is None
@@ -118,7 +120,7 @@ def attend(
     ):
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=causal and tq > 1)
     mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device)
-    if backend == "manual":
+    if attention_backend == "manual":
         return manual_attention(q, k, v, mask=mask, bias=bias, dropout_p=dropout_p)
     if matmul_on_cpu:
         return matmul_attention(q, k, v, mask=mask, bias=bias, dropout_p=dropout_p)
@@ -192,7 +194,7 @@ def local_attend(
     keep: Tensor | None = None,
     alibi_slopes: Tensor | None = None,
     dropout_p: float = 0.0,
-    backend: str = "sdpa",
+    attention_backend: str = "sdpa",
 ) -> Tensor:
     """Sliding-window self-attention in blocks of `window` queries: O(T * W) memory, not O(T^2).
 
@@ -235,7 +237,7 @@ def local_attend(
         keep=block_keep.reshape(batch * n_blocks, block, span),
         bias=bias,
         dropout_p=dropout_p,
-        backend=backend,
+        attention_backend=attention_backend,
     )  # (B*N, H, C, Dh)
     out = out.view(batch, n_blocks, heads, block, head_dim).transpose(1, 2)  # (B, H, N, C, Dh)
     return out.reshape(batch, heads, n_blocks * block, head_dim)[:, :, :length]

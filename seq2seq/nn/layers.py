@@ -65,27 +65,17 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
+    """Self-attention, then the feed-forward network, each inside its residual block.
+
+    The parts arrive built (seq2seq.model.builders wires them), so this class only says how they connect.
+    """
+
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        ffn_dim: int,
-        *,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        activation_dropout: float = 0.0,
-        activation: str = "relu",
-        norm: str = "pre",
-        backend: str = "sdpa",
-        window: int | None = None,
+        self, self_attn: SelfAttention, ffn: FeedForward, *, attn_block: Residual, ffn_block: Residual
     ) -> None:
         super().__init__()
-        self.self_attn = SelfAttention(
-            d_model, n_heads, dropout=attention_dropout, backend=backend, window=window
-        )
-        self.ffn = FeedForward(d_model, ffn_dim, activation=activation, dropout=activation_dropout)
-        self.attn_block = Residual(d_model, norm=norm, dropout=dropout)
-        self.ffn_block = Residual(d_model, norm=norm, dropout=dropout)
+        self.self_attn, self.ffn = self_attn, ffn
+        self.attn_block, self.ffn_block = attn_block, ffn_block
 
     def forward(self, x: Tensor, context: AttentionContext) -> Tensor:
         """Shapes: x (B, S, D) -> (B, S, D)."""
@@ -94,29 +84,22 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention to the encoder memory, then the feed-forward network,
+    each inside its residual block. Built from ready parts, like EncoderLayer."""
+
     def __init__(
         self,
-        d_model: int,
-        n_heads: int,
-        ffn_dim: int,
+        self_attn: SelfAttention,
+        cross_attn: CrossAttention,
+        ffn: FeedForward,
         *,
-        dropout: float = 0.1,
-        attention_dropout: float = 0.0,
-        activation_dropout: float = 0.0,
-        activation: str = "relu",
-        norm: str = "pre",
-        backend: str = "sdpa",
-        window: int | None = None,
+        self_block: Residual,
+        cross_block: Residual,
+        ffn_block: Residual,
     ) -> None:
         super().__init__()
-        self.self_attn = SelfAttention(
-            d_model, n_heads, dropout=attention_dropout, backend=backend, window=window
-        )
-        self.cross_attn = CrossAttention(d_model, n_heads, dropout=attention_dropout, backend=backend)
-        self.ffn = FeedForward(d_model, ffn_dim, activation=activation, dropout=activation_dropout)
-        self.self_block = Residual(d_model, norm=norm, dropout=dropout)
-        self.cross_block = Residual(d_model, norm=norm, dropout=dropout)
-        self.ffn_block = Residual(d_model, norm=norm, dropout=dropout)
+        self.self_attn, self.cross_attn, self.ffn = self_attn, cross_attn, ffn
+        self.self_block, self.cross_block, self.ffn_block = self_block, cross_block, ffn_block
 
     def forward(
         self,

@@ -29,7 +29,8 @@ def tiny_model(vocab: int = 12, *, seed: int = 0, sharpness: float = 6.0, layers
         encoder_layers=layers,
         decoder_layers=layers,
         dropout=0.0,
-        tie_embeddings=False,
+        share_embeddings=False,
+        share_decoder_output=False,
     )
     with torch.no_grad():
         model.output.weight.mul_(sharpness)

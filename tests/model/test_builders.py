@@ -1,4 +1,4 @@
-"""build_model: argument validation, embedding tying, named sizes and parameter counts."""
+"""build_model: argument validation, embedding sharing, named sizes and parameter counts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from model_helpers import small_model
 
 from seq2seq.errors import UserError
-from seq2seq.model import SIZES, build_model, count_parameters
+from seq2seq.model import build_model, check_embedding_sharing, count_parameters, model_size
 
 BASE: dict[str, Any] = {
     "src_vocab_size": 20,
@@ -27,7 +27,7 @@ BASE: dict[str, Any] = {
     [
         ({"n_heads": 3}, ["n_heads=3", "d_model=16"]),
         ({"positional": "absolute"}, ["positional='absolute'", "sinusoidal, learned, rope, alibi"]),
-        ({"attention": "flash"}, ["attention='flash'", "sdpa, xformers, manual"]),
+        ({"attention_backend": "flash"}, ["attention_backend='flash'", "sdpa, xformers, manual"]),
         ({"norm": "sandwich"}, ["norm='sandwich'", "pre, post"]),
         ({"activation": "tanh"}, ["activation='tanh'", "relu, gelu, swiglu"]),
         ({"downsample_mode": "max"}, ["downsample_mode='max'", "avg, conv"]),
@@ -61,17 +61,48 @@ def test_tied_embeddings_with_a_joint_vocabulary_share_one_parameter() -> None:
     model = build_model(**BASE)
     weight = model.decoder.embedding.weight
     assert model.encoder.embedding.weight is weight and model.output.weight is weight
-    untied = build_model(**{**BASE, "tie_embeddings": False})
+    untied = build_model(**{**BASE, "share_embeddings": False, "share_decoder_output": False})
     assert count_parameters(untied) - count_parameters(model) == 2 * 20 * 16  # encoder/decoder shared or not
     assert untied.output.weight is not untied.decoder.embedding.weight
 
 
 def test_different_vocabularies_keep_a_separate_source_embedding() -> None:
-    model = build_model(**{**BASE, "src_vocab_size": 30})
+    model = build_model(**{**BASE, "src_vocab_size": 30, "share_embeddings": False})
     assert model.encoder.embedding.weight.shape == (30, 16)
     assert model.encoder.embedding.weight is not model.decoder.embedding.weight
     assert model.output.weight is model.decoder.embedding.weight
     assert count_parameters(model) == count_parameters(build_model(**BASE)) + 30 * 16
+
+
+def test_separate_vocabularies_of_equal_size_are_not_tied() -> None:
+    model = build_model(**{**BASE, "share_embeddings": False})
+    encoder, decoder = model.encoder.embedding.weight, model.decoder.embedding.weight
+    assert encoder is not decoder and encoder.data_ptr() != decoder.data_ptr()
+    assert not torch.equal(encoder, decoder)
+    assert model.output.weight is decoder  # share_decoder_output still ties the target side
+    assert count_parameters(model) == count_parameters(build_model(**BASE)) + 20 * 16
+
+
+@pytest.mark.parametrize(
+    "overrides, names",
+    [
+        ({"src_vocab_size": 30}, ["share_embeddings=True", "src_vocab_size=30", "tgt_vocab_size=20"]),
+        ({"share_decoder_output": False}, ["share_embeddings=True", "share_decoder_output=False"]),
+    ],
+)
+def test_contradictory_sharing_is_a_one_line_error(overrides: dict, names: list[str]) -> None:
+    with pytest.raises(UserError) as info:
+        build_model(**{**BASE, **overrides})
+    assert "\n" not in str(info.value) and all(name in str(info.value) for name in names)
+
+
+def test_the_sharing_check_for_the_train_cli() -> None:
+    check_embedding_sharing(True, joint_vocabulary=True)
+    check_embedding_sharing(False, joint_vocabulary=False)
+    with pytest.raises(UserError) as info:
+        check_embedding_sharing(True, joint_vocabulary=False)
+    message = str(info.value)
+    assert "\n" not in message and "model.share_embeddings=false" in message and "joint" in message
 
 
 def expected_parameters(
@@ -92,7 +123,7 @@ def expected_parameters(
 
 
 def test_tiny_parameter_count_by_hand() -> None:
-    tiny = SIZES["tiny"]
+    tiny = model_size("tiny")
     assert tiny == {"d_model": 64, "n_heads": 4, "ffn_dim": 256, "encoder_layers": 2, "decoder_layers": 2}
     model = build_model(src_vocab_size=100, tgt_vocab_size=100, **tiny)
     # d=64, f=256: encoder layer 16640 + 33088 + 256, decoder layer 16640 + 16640 + 33088 + 384.
@@ -103,16 +134,16 @@ def test_tiny_parameter_count_by_hand() -> None:
 
 
 def test_small_parameter_count_and_the_paper_sizes() -> None:
-    model = build_model(src_vocab_size=1000, tgt_vocab_size=1000, **SIZES["small"])
-    assert count_parameters(model) == expected_parameters(vocab=1000, **SIZES["small"])
-    assert SIZES["base"] == {
+    model = build_model(src_vocab_size=1000, tgt_vocab_size=1000, **model_size("small"))
+    assert count_parameters(model) == expected_parameters(vocab=1000, **model_size("small"))
+    assert model_size("base") == {
         "d_model": 512,
         "n_heads": 8,
         "ffn_dim": 2048,
         "encoder_layers": 6,
         "decoder_layers": 6,
     }
-    assert SIZES["big"] == {
+    assert model_size("big") == {
         "d_model": 1024,
         "n_heads": 16,
         "ffn_dim": 4096,

@@ -9,7 +9,7 @@ import torch
 from model_helpers import PAD, padded
 from torch import nn
 
-from seq2seq.model import SIZES, Seq2Seq, build_model
+from seq2seq.model import Seq2Seq, build_model, model_size
 
 VOCAB = 31
 
@@ -29,7 +29,7 @@ def copy_attention(
 
 @torch.no_grad()
 def torch_transformer_with_our_weights(ours: Seq2Seq, *, norm_first: bool) -> nn.Transformer:
-    tiny = SIZES["tiny"]
+    tiny = model_size("tiny")
     d_model, heads, ffn = tiny["d_model"], tiny["n_heads"], tiny["ffn_dim"]
     layer_args = {"dim_feedforward": ffn, "dropout": 0.0, "batch_first": True, "norm_first": norm_first}
     if norm_first:  # torch's default final LayerNorms play the role of our final_norm
@@ -109,7 +109,7 @@ def test_tiny_matches_torch_nn_transformer(norm: str) -> None:
         activation="relu",
         positional="sinusoidal",
         norm=norm,
-        **SIZES["tiny"],
+        **model_size("tiny"),
     ).eval()
     with torch.no_grad():  # random biases and norm gains, so a mis-copied tensor cannot hide
         for name, parameter in ours.named_parameters():

@@ -59,7 +59,7 @@ def test_decoding_two_tokens_at_a_time_equals_full_forward(positional: str, wind
     [
         {"positional": "alibi", "alibi_cross_attention": True, "cross_downsample": 2},
         {"downsample_mode": "conv", "cross_downsample": 3},
-        {"activation": "swiglu", "attention": "manual", "window": 2},
+        {"activation": "swiglu", "attention_backend": "manual", "window": 2},
     ],
     ids=["alibi_cross", "conv_pooling", "swiglu_manual"],
 )

@@ -10,7 +10,7 @@ from attention_reference import band_keep, key_padding, loop_attention, qkv
 from torch.profiler import ProfilerActivity, profile
 
 from seq2seq.nn.attention import AttentionContext, CrossAttention, SelfAttention, merge_heads, split_heads
-from seq2seq.nn.backends import BACKENDS, attend, local_attend
+from seq2seq.nn.backends import ATTENTION_BACKENDS, attend, local_attend
 from seq2seq.nn.positional import RotaryEmbedding, alibi_bias, alibi_slopes, apply_rotary
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
@@ -26,7 +26,7 @@ def dense_band_reference(q, k, v, *, window, causal, keep=None, slopes=None):
         mask &= keep[:, None, :]
     positions = torch.arange(length)
     bias = None if slopes is None else alibi_bias(slopes, positions, positions)  # (H, T, T)
-    return attend(q, k, v, keep=mask, bias=bias, backend="manual"), mask, bias
+    return attend(q, k, v, keep=mask, bias=bias, attention_backend="manual"), mask, bias
 
 
 @pytest.mark.parametrize("length", [3, 4, 12, 13], ids=lambda n: f"T{n}")
@@ -41,12 +41,12 @@ def test_local_attend_equals_dense_band_mask(length: int, causal: bool, padded: 
         q, k, v, window=WINDOW, causal=causal, keep=keep, slopes=slopes
     )
     torch.testing.assert_close(expected, loop_attention(q, k, v, keep=mask, bias=bias), **TOL)
-    for backend in BACKENDS:
+    for backend in ATTENTION_BACKENDS:
         out = local_attend(
-            q, k, v, window=WINDOW, causal=causal, keep=keep, alibi_slopes=slopes, backend=backend
+            q, k, v, window=WINDOW, causal=causal, keep=keep, alibi_slopes=slopes, attention_backend=backend
         )
         torch.testing.assert_close(out, expected, **TOL, msg=backend)
-        dense = attend(q, k, v, keep=keep, causal=causal, window=WINDOW, bias=bias, backend=backend)
+        dense = attend(q, k, v, keep=keep, causal=causal, window=WINDOW, bias=bias, attention_backend=backend)
         torch.testing.assert_close(dense, expected, **TOL, msg=backend)
 
 

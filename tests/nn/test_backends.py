@@ -11,7 +11,7 @@ from attention_reference import key_padding, loop_attention, qkv
 
 from seq2seq.model import build_model
 from seq2seq.nn import backends
-from seq2seq.nn.backends import BACKENDS, attend, build_keep
+from seq2seq.nn.backends import ATTENTION_BACKENDS, attend, build_keep
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 HEADS = 2
@@ -67,27 +67,27 @@ def inputs(case: Case, *, seed: int = 0) -> tuple[torch.Tensor, ...]:
     return q, k, v, keep, bias
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", ATTENTION_BACKENDS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_backend_matches_manual_and_loop_reference(case: Case, backend: str) -> None:
     q, k, v, keep, bias = inputs(case)
     kwargs = {"keep": keep, "causal": case.causal, "window": case.window, "bias": bias}
-    out = attend(q, k, v, backend=backend, **kwargs)
+    out = attend(q, k, v, attention_backend=backend, **kwargs)
     assert out.shape == (2, HEADS, case.tq, 8)
-    torch.testing.assert_close(out, attend(q, k, v, backend="manual", **kwargs), **TOL)
+    torch.testing.assert_close(out, attend(q, k, v, attention_backend="manual", **kwargs), **TOL)
     torch.testing.assert_close(out, loop_attention(q, k, v, **kwargs), **TOL)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", ATTENTION_BACKENDS)
 def test_unmasked_fast_path_matches_reference(backend: str) -> None:
     q, k, v = qkv(2, HEADS, 5, 5, 8, seed=3)
-    torch.testing.assert_close(attend(q, k, v, backend=backend), loop_attention(q, k, v), **TOL)
+    torch.testing.assert_close(attend(q, k, v, attention_backend=backend), loop_attention(q, k, v), **TOL)
     torch.testing.assert_close(
-        attend(q, k, v, causal=True, backend=backend), loop_attention(q, k, v, causal=True), **TOL
+        attend(q, k, v, causal=True, attention_backend=backend), loop_attention(q, k, v, causal=True), **TOL
     )
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", ATTENTION_BACKENDS)
 def test_gradients_agree_with_manual(backend: str) -> None:
     case = Case("grad", tq=5, tk=6, lengths=(6, 4), causal=True, window=3, alibi=True)
     grads = {}
@@ -95,7 +95,7 @@ def test_gradients_agree_with_manual(backend: str) -> None:
         q, k, v, keep, _ = inputs(case, seed=5)
         bias = alibi_by_hand(case.tq, case.tk)
         leaves = [t.requires_grad_() for t in (q, k, v, bias)]
-        out = attend(q, k, v, keep=keep, causal=True, window=3, bias=bias, backend=name)
+        out = attend(q, k, v, keep=keep, causal=True, window=3, bias=bias, attention_backend=name)
         weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(9))
         (out * weights).sum().backward()
         grads[name] = [t.grad for t in leaves]
@@ -104,7 +104,7 @@ def test_gradients_agree_with_manual(backend: str) -> None:
 
 
 @pytest.mark.parametrize("with_bias", [False, True])
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", ATTENTION_BACKENDS)
 def test_fully_masked_queries_output_zeros_with_finite_gradients(backend: str, with_bias: bool) -> None:
     q, k, v = qkv(3, HEADS, 4, 5, 8, seed=7)
     keep = torch.ones(3, 4, 5, dtype=torch.bool)
@@ -113,7 +113,7 @@ def test_fully_masked_queries_output_zeros_with_finite_gradients(backend: str, w
     keep[2] = False  # row 2: a sentence of nothing but padding
     bias = alibi_by_hand(4, 5).requires_grad_() if with_bias else None
     leaves = [t.requires_grad_() for t in (q, k, v)]
-    out = attend(q, k, v, keep=keep, bias=bias, backend=backend)
+    out = attend(q, k, v, keep=keep, bias=bias, attention_backend=backend)
     assert torch.equal(out[0, :, 1], torch.zeros(HEADS, 8))
     assert torch.equal(out[2], torch.zeros(HEADS, 4, 8))
     torch.testing.assert_close(out, loop_attention(q, k, v, keep=keep, bias=bias), **TOL)
@@ -133,7 +133,7 @@ def test_low_precision_cpu_path_matches_float32_reference(case: Case, dtype: tor
     q, k, v, keep, bias = inputs(case)
     kwargs = {"keep": keep, "causal": case.causal, "window": case.window}
     low = [t.to(dtype) for t in (q, k, v)]
-    out = attend(*low, bias=None if bias is None else bias.to(dtype), backend="sdpa", **kwargs)
+    out = attend(*low, bias=None if bias is None else bias.to(dtype), attention_backend="sdpa", **kwargs)
     assert out.dtype == dtype
     expected = loop_attention(*(t.float() for t in low), bias=bias, **kwargs)
     torch.testing.assert_close(out.float(), expected, rtol=2e-2, atol=2e-2)
@@ -145,7 +145,7 @@ def test_low_precision_fully_masked_rows_are_zero_with_finite_gradients(dtype: t
     keep = torch.ones(2, 3, 4, dtype=torch.bool)
     keep[0, 2] = False
     keep[1] = False
-    out = attend(q, k, v, keep=keep, bias=alibi_by_hand(3, 4).to(dtype), backend="sdpa")
+    out = attend(q, k, v, keep=keep, bias=alibi_by_hand(3, 4).to(dtype), attention_backend="sdpa")
     assert torch.equal(out[0, :, 2], torch.zeros(HEADS, 8, dtype=dtype))
     assert torch.equal(out[1], torch.zeros(HEADS, 3, 8, dtype=dtype))
     out.float().square().sum().backward()
@@ -168,7 +168,7 @@ def test_build_keep_combines_padding_causality_and_window_bottom_right() -> None
 def test_unknown_backend_is_rejected() -> None:
     q, k, v = qkv(1, 1, 2, 2, 4)
     with pytest.raises(ValueError, match="sdpa, xformers, manual"):
-        attend(q, k, v, keep=key_padding([1], 2), backend="flash")
+        attend(q, k, v, keep=key_padding([1], 2), attention_backend="flash")
 
 
 def test_xformers_falls_back_to_sdpa_on_cpu_with_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
@@ -178,8 +178,8 @@ def test_xformers_falls_back_to_sdpa_on_cpu_with_one_info_line(caplog: pytest.Lo
     usable, why = backends.xformers_usable(q)
     assert not usable and why
     for _ in range(4):  # several layers and steps ask; the reason is logged once
-        out = attend(q, k, v, keep=keep, bias=bias, backend="xformers")
-        assert torch.equal(out, attend(q, k, v, keep=keep, bias=bias, backend="sdpa"))
+        out = attend(q, k, v, keep=keep, bias=bias, attention_backend="xformers")
+        assert torch.equal(out, attend(q, k, v, keep=keep, bias=bias, attention_backend="sdpa"))
     lines = [r for r in caplog.records if "xformers" in r.getMessage()]
     assert len(lines) == 1
     assert lines[0].levelno == logging.INFO
@@ -201,7 +201,7 @@ def test_missing_xformers_is_a_one_line_error_at_build_time(
             ffn_dim=32,
             encoder_layers=1,
             decoder_layers=1,
-            attention="xformers",
+            attention_backend="xformers",
         )
     message = str(info.value)
     assert "\n" not in message and "attention" in message and "sdpa" in message
@@ -209,7 +209,9 @@ def test_missing_xformers_is_a_one_line_error_at_build_time(
     backends._log_fallback.cache_clear()
     caplog.set_level(logging.INFO, logger=backends.__name__)
     q, k, v = qkv(1, 1, 3, 3, 4)
-    assert torch.equal(attend(q, k, v, backend="xformers"), attend(q, k, v, backend="sdpa"))
+    assert torch.equal(
+        attend(q, k, v, attention_backend="xformers"), attend(q, k, v, attention_backend="sdpa")
+    )
     assert [r.getMessage() for r in caplog.records if "xformers" in r.getMessage()] == [
         "attention backend xformers unavailable (xformers is not installed); using PyTorch SDPA instead"
     ]
@@ -230,6 +232,6 @@ def test_xformers_kernels_match_reference_on_cuda() -> None:
             bias=on_gpu[4],
             causal=case.causal,
             window=case.window,
-            backend="xformers",
+            attention_backend="xformers",
         )
         torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-4, msg=case.name)

@@ -52,7 +52,8 @@ def test_groups_exempt_biases_norms_and_embeddings():
 @pytest.mark.parametrize("tie", [True, False])
 def test_transformer_groups(tie):
     model = build_model(src_vocab_size=11, tgt_vocab_size=11, d_model=8, n_heads=2, ffn_dim=16,
-                        encoder_layers=1, decoder_layers=1, tie_embeddings=tie)  # fmt: skip
+                        encoder_layers=1, decoder_layers=1,
+                        share_embeddings=tie, share_decoder_output=tie)  # fmt: skip
     optimizer = build_adamw(model, lr=1e-3, weight_decay=0.1)
     no_decay = {id(p) for p in _group(optimizer, "no_decay")["params"]}
     decay = {id(p) for p in _group(optimizer, "decay")["params"]}
