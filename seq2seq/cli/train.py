@@ -29,7 +29,7 @@ from seq2seq.cli.schemas import register_schemas
 from seq2seq.cli.training_data import RunData, load_data
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
-from seq2seq.model import count_parameters
+from seq2seq.model import check_embedding_sharing, count_parameters
 from seq2seq.train import distributed
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.precision import resolve_precision
@@ -107,6 +107,7 @@ def resume_path(setting: str, run_dir: Path) -> Path | None:
 def train(cfg: DictConfig) -> float | None:
     """One training run; returns the best dev BLEU (what a sweeper optimises)."""
     check_targets(cfg)
+    check_embedding_sharing(bool(cfg.model.share_embeddings), joint_vocabulary=bool(cfg.data.tokenizer.joint))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = pick_device(
         str(cfg.trainer.device), setting="trainer.device", local_rank=distributed.local_rank()

@@ -65,13 +65,15 @@ def usable_model_config(config: dict[str, Any], device: torch.device) -> dict[st
     """The checkpoint's model settings, with the attention backend swapped for PyTorch SDPA when it was
     xFormers and xFormers cannot run here (not installed, or no CUDA): the weights are the same, and the
     outputs agree to float precision (tests/nn/test_backends.py)."""
-    if config.get("attention") != "xformers":
+    if config.get("attention_backend") != "xformers":
         return config
     if xformers_installed() and device.type == "cuda":
         return config
     why = "it is not installed" if not xformers_installed() else f"it has no kernels for {device.type}"
-    log.info("the model was trained with attention=xformers, which cannot run here (%s); using sdpa", why)
-    return {**config, "attention": "sdpa"}
+    log.info(
+        "the model was trained with attention_backend=xformers, which cannot run here (%s); using sdpa", why
+    )
+    return {**config, "attention_backend": "sdpa"}
 
 
 def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:

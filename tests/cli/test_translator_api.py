@@ -144,7 +144,7 @@ def test_an_xformers_checkpoint_translates_with_sdpa_where_xformers_cannot_run(
     from seq2seq.model import builders
 
     payload = load_checkpoint(finished_run / "last.pt")
-    payload["model_config"] = {**payload["model_config"], "attention": "xformers"}
+    payload["model_config"] = {**payload["model_config"], "attention_backend": "xformers"}
     save_checkpoint(tmp_path / "xformers.pt", {k: v for k, v in payload.items() if k != "format_version"})
     for module in (loading, builders):  # as on a machine without the package
         monkeypatch.setattr(module, "xformers_installed", lambda: False)
@@ -152,7 +152,7 @@ def test_an_xformers_checkpoint_translates_with_sdpa_where_xformers_cannot_run(
     with caplog.at_level(logging.INFO):
         fallback = Translator.from_checkpoint(tmp_path / "xformers.pt").translate(lines)
     assert (
-        "trained with attention=xformers, which cannot run here (it is not installed); using sdpa"
+        "trained with attention_backend=xformers, which cannot run here (it is not installed); using sdpa"
         in caplog.text
     )
     assert fallback == Translator.from_checkpoint(finished_run / "last.pt").translate(lines)

@@ -58,10 +58,14 @@ def write_checkpoint(path: Path, tokenizer: Tokenizer, *, seed: int = 0, **setti
 KINDS = {
     "sinusoidal-pre-tied-relu": {},
     "learned-post-untied-gelu": dict(
-        positional="learned", norm="post", tie_embeddings=False, activation="gelu"
+        positional="learned",
+        norm="post",
+        share_embeddings=False,
+        share_decoder_output=False,
+        activation="gelu",
     ),
     "sinusoidal-post-tied": dict(norm="post"),
-    "learned-pre-untied": dict(positional="learned", tie_embeddings=False),
+    "learned-pre-untied": dict(positional="learned", share_embeddings=False, share_decoder_output=False),
     "rope-pre": dict(positional="rope"),
     "swiglu-pre": dict(activation="swiglu"),
 }
@@ -117,7 +121,7 @@ def test_int8_export_translates_and_is_smaller(tmp_path, tokenizer):
     ("settings", "message"),
     [
         (dict(positional="alibi"), "model.positional=alibi"),
-        (dict(window=4, attention="sdpa"), "model.window=4"),
+        (dict(window=4), "model.window=4"),
         (dict(cross_downsample=2), "model.cross_downsample=2"),
     ],
 )
