@@ -52,9 +52,13 @@ def read_jobs(sweep_dir: Path) -> list[dict]:
     return jobs
 
 
+MEASURED = ["tokens/s", "threads", "parameters", "minutes", "updates"]
+
+
 def measured(job: dict | None) -> list[str]:
-    """The columns every report shows from a job's summary.json."""
-    job = job or {}
+    """The columns every report shows from a job's summary.json (blank without one)."""
+    if job is None:
+        return [""] * len(MEASURED)
     threads = job.get("threads")
     return [
         f"{job.get('tokens_per_second', 0):,.0f}",
@@ -63,9 +67,6 @@ def measured(job: dict | None) -> list[str]:
         f"{job.get('minutes', 0):.1f}",
         str(job.get("updates", "")),
     ]
-
-
-MEASURED = ["tokens/s", "threads", "parameters", "minutes", "updates"]
 
 
 # ----------------------------------------------------------------------------- grid sweeps

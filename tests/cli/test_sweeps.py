@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,10 +95,23 @@ def test_the_report_of_an_optuna_search(optuna_search: Path) -> None:
         assert (optuna_search / picture).stat().st_size > 5000
 
 
+def test_the_report_of_an_optuna_sweep_without_its_study(optuna_search: Path, tmp_path: Path) -> None:
+    first = sorted(p for p in optuna_search.iterdir() if p.is_dir())[0]
+    shutil.copytree(first, tmp_path / "copy")  # jobs and optimization_results.yaml, no study.db
+    result = report(tmp_path / "copy")
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "copy" / "report.csv", newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    objective = header.index("objective (dev BLEU)")
+    assert len(rows) == 2 and float(rows[0][objective]) >= float(rows[1][objective])
+    assert {"schedule.scale", "model.dropout", "loss.epsilon"} <= set(header)  # what the search varied
+
+
 def test_joblib_runs_trials_in_processes_that_share_the_cores(corpus: Path, tmp_path: Path) -> None:
     launcher = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
     search = ["-m", "+sweep=recipe_search", "hydra.sweeper.n_trials=2", "run_name=toy", *SHAPE, *launcher]
-    result = run_module("seq2seq.cli.train", *search, *toy_overrides(corpus), cwd=tmp_path)
+    cache = [f"data.cache_dir={tmp_path}/cache"]  # a cache miss: each job trains its tokenizer and encodes
+    result = run_module("seq2seq.cli.train", *search, *toy_overrides(corpus), *cache, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr  # the Optuna batch: 2 trials at once
     (run,) = (p for p in (tmp_path / "multirun" / "toy" / "recipe_search").iterdir() if p.is_dir())
