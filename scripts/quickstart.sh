@@ -58,9 +58,9 @@ fi
 
 stage "6/6 Scoring"
 "$BIN/seq2seq-score" "$HYP" "$DATA_DIR/test.es" --json > "$RUN_DIR/test_scores.json"
-"$BIN/python" - "$RUN_DIR" "$CHECKPOINT" "$DATA_DIR" <<'PY'
-import json, sys
-run_dir, checkpoint, data_dir = sys.argv[1:4]
+"$BIN/python" - "$RUN_DIR" "$CHECKPOINT" "$DATA_DIR" "$BIN" <<'PY'
+import json, os, sys
+run_dir, checkpoint, data_dir, bin_dir = sys.argv[1:5]
 scores = json.load(open(f"{run_dir}/test_scores.json"))
 summary = json.load(open(f"{run_dir}/summary.json"))
 bleu, chrf = scores["bleu"]["score"], scores["chrf"]["score"]
@@ -78,5 +78,7 @@ print()
 for key, value in rows:
     print(f"{key:<{width}}  {value}")
 print(f"\nsacreBLEU: {scores['bleu']['signature']}")
-print(f"Translate your own text:\n  echo 'In the beginning was the Word.' | {sys.executable.rsplit('/', 1)[0]}/seq2seq-translate checkpoint={checkpoint}")
+relative = os.path.relpath(bin_dir)  # from the project directory, where this script runs
+bin_dir = bin_dir if relative.startswith("..") else relative  # a venv elsewhere keeps its own path
+print(f"Translate your own text:\n  echo 'In the beginning was the Word.' | {bin_dir}/seq2seq-translate checkpoint={checkpoint}")
 PY

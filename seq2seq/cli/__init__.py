@@ -7,5 +7,6 @@ translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, std
 score.py          seq2seq-score: BLEU, chrF, TER with sacreBLEU signatures
 average.py        seq2seq-average: average the weights of the last checkpoints
 schemas.py        typed schemas that check config values when Hydra composes them
+resolvers.py      config resolvers for sweeps: threads per parallel job, the Optuna study's storage and seed
 common.py         config location, one-line errors, device and progress-bar settings
 """

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
+from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import register_schemas
 from seq2seq.cli.training_data import RunData, load_data
 from seq2seq.decode.options import SearchOptions
@@ -41,6 +42,7 @@ log = logging.getLogger("seq2seq.train")
 ALLOWED_TARGET_PREFIXES = ("seq2seq.", "torch.")
 
 register_schemas()
+register_resolvers()  # ${seq2seq.threads_per_job:} etc. in configs/trainer and configs/sweep
 
 
 def check_targets(node: Any, path: str = "") -> None:
@@ -215,6 +217,7 @@ def write_summary(run_dir: Path, cfg: DictConfig, state: Any, n_params: int, rep
         "minutes": state.elapsed_seconds / 60,
         "parameters": n_params,
         "tokens_per_second": reporter.mean_tokens_per_second,
+        "threads": torch.get_num_threads(),
         "nonfinite_skipped": state.nonfinite_skipped,
         "history": state.history,
         "checkpoint": str(run_dir / "best.pt"),
@@ -235,4 +238,6 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    main()
+    from seq2seq.cli.train import main as main_of_module  # importable by name: launchers pickle the job
+
+    main_of_module()

@@ -1,0 +1,129 @@
+"""Sweeps as a user runs them: an Optuna search that continues when re-run, trials in parallel processes
+(joblib) and as submitit jobs, and the report of each."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import run_module
+from toy_corpus import tiny_train_overrides
+
+from seq2seq.cli.resolvers import available_cores
+
+PLUGINS = "the sweep tests need the Hydra plugins: pip install -e '.[sweep]'"
+for plugin in ("hydra_optuna_sweeper", "hydra_joblib_launcher", "hydra_submitit_launcher"):
+    pytest.importorskip(f"hydra_plugins.{plugin}", reason=PLUGINS)
+optuna = pytest.importorskip("optuna", reason=PLUGINS)
+
+REPOSITORY = Path(__file__).parents[2]
+SHAPE = ["model.d_model=64", "model.ffn_dim=128", "model.encoder_layers=1", "model.decoder_layers=1"]
+
+
+def toy_overrides(corpus: Path) -> list[str]:
+    """The tiny training run of the other CLI tests, minus what a sweep decides: run dir and threads."""
+    return [
+        o
+        for o in tiny_train_overrides(corpus, Path("unused"))
+        if not o.startswith(("hydra.run", "trainer.num_threads"))
+    ]
+
+
+def report(sweep_dir: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "scripts/sweep_report.py", str(sweep_dir)]
+    return subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def optuna_search(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two invocations of a 2-trial recipe search on the toy corpus (tiny model, 40 updates a trial:
+    enough for dev BLEU to differ); only the learning rate, dropout and label smoothing are searched."""
+    cwd = tmp_path_factory.mktemp("search")
+    search = ["-m", "+sweep=recipe_search", "hydra.sweeper.n_trials=2", "run_name=toy", *SHAPE]
+    run = [
+        "trainer.max_updates=40",
+        "trainer.validate_every=20",
+        "trainer.save_every=40",
+        "schedule.warmup=10",
+    ]
+    for _ in range(2):
+        result = run_module("seq2seq.cli.train", *search, *toy_overrides(corpus), *run, cwd=cwd)
+        assert result.returncode == 0, result.stderr[-3000:]
+    return cwd / "multirun" / "toy" / "recipe_search"
+
+
+def test_an_optuna_search_stores_its_study_and_continues_it(optuna_search: Path) -> None:
+    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{optuna_search / 'study.db'}")
+    assert [t.number for t in study.trials] == [0, 1, 2, 3]  # the second run added 2 trials to the first 2
+    assert all(t.state.name == "COMPLETE" and 0 <= t.value <= 100 for t in study.trials)
+    assert set(study.trials[0].params) == {"schedule.scale", "model.dropout", "loss.epsilon"}
+    assert len({tuple(t.params.values()) for t in study.trials}) == 4  # no trial replays another
+    assert len({t.value for t in study.trials}) > 1  # the settings matter, so "best first" is an order
+    runs = sorted(p for p in optuna_search.iterdir() if p.is_dir())
+    assert len(runs) == 2  # one timestamped directory per invocation, the first one's jobs kept
+    for run in runs:
+        summaries = [json.loads((run / job / "summary.json").read_text()) for job in ("0", "1")]
+        assert all(s["updates"] == 40 for s in summaries)
+        results = (run / "optimization_results.yaml").read_text()
+        assert "best_params" in results and "schedule.scale" in results
+    assert f"best_value: {study.best_value}" in (runs[1] / "optimization_results.yaml").read_text()
+
+
+def test_the_report_of_an_optuna_search(optuna_search: Path) -> None:
+    result = report(optuna_search)
+    assert result.returncode == 0, result.stderr
+    with open(optuna_search / "report.csv", newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{optuna_search / 'study.db'}")
+    assert len(rows) == len(study.trials) == 4  # one row per trial
+    objective = header.index("objective (dev BLEU)")
+    assert [float(row[objective]) for row in rows] == sorted(
+        (round(t.value, 2) for t in study.trials), reverse=True
+    )
+    assert rows[0][header.index("trial")] == str(study.best_trial.number)  # best first
+    assert {"schedule.scale", "model.dropout", "loss.epsilon", "tokens/s", "updates"} <= set(header)
+    command = next(line for line in result.stdout.splitlines() if line.startswith("seq2seq-train "))
+    assert f"schedule.scale={study.best_params['schedule.scale']:.4g}" in command
+    assert "model.d_model=64" in command and "sweep" not in command
+    for picture in ("objective.png", "parallel_coordinates.png"):
+        assert (optuna_search / picture).read_bytes()[:4] == b"\x89PNG"
+        assert (optuna_search / picture).stat().st_size > 5000
+
+
+def test_the_report_of_an_optuna_sweep_without_its_study(optuna_search: Path, tmp_path: Path) -> None:
+    first = sorted(p for p in optuna_search.iterdir() if p.is_dir())[0]
+    shutil.copytree(first, tmp_path / "copy")  # jobs and optimization_results.yaml, no study.db
+    result = report(tmp_path / "copy")
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "copy" / "report.csv", newline="") as handle:
+        header, *rows = list(csv.reader(handle))
+    objective = header.index("objective (dev BLEU)")
+    assert len(rows) == 2 and float(rows[0][objective]) >= float(rows[1][objective])
+    assert {"schedule.scale", "model.dropout", "loss.epsilon"} <= set(header)  # what the search varied
+
+
+def test_joblib_runs_trials_in_processes_that_share_the_cores(corpus: Path, tmp_path: Path) -> None:
+    launcher = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    search = ["-m", "+sweep=recipe_search", "hydra.sweeper.n_trials=2", "run_name=toy", *SHAPE, *launcher]
+    cache = [f"data.cache_dir={tmp_path}/cache"]  # a cache miss: each job trains its tokenizer and encodes
+    result = run_module("seq2seq.cli.train", *search, *toy_overrides(corpus), *cache, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Joblib.Parallel(n_jobs=2" in result.stdout + result.stderr  # the Optuna batch: 2 trials at once
+    (run,) = (p for p in (tmp_path / "multirun" / "toy" / "recipe_search").iterdir() if p.is_dir())
+    summaries = [json.loads((run / job / "summary.json").read_text()) for job in ("0", "1")]
+    assert [s["updates"] for s in summaries] == [4, 4]
+    share = max(1, available_cores() // 2)  # trainer.num_threads: ${seq2seq.threads_per_job:}
+    assert [s["threads"] for s in summaries] == [share, share]
+
+
+def test_a_submitit_local_job_finishes(corpus: Path, tmp_path: Path) -> None:
+    sweep = ["-m", "hydra/launcher=submitit_local", f"hydra.sweep.dir={tmp_path}/sweep"]
+    result = run_module("seq2seq.cli.train", *sweep, *toy_overrides(corpus), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "sweep" / "0" / "summary.json").read_text())["updates"] == 4
+    assert list((tmp_path / "sweep" / ".submitit").glob("*/*_0_log.out"))  # it ran as a submitit job
