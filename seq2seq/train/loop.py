@@ -135,6 +135,8 @@ class Trainer:
                 if validate:
                     self._validate_and_save()
                     last_validation_time = time.monotonic()
+                    # This validation may be the patience-th without a gain: stop now, not one later.
+                    stop = distributed.broadcast_object(stop or self._should_stop())
                 elif options.save_every and step % options.save_every == 0:
                     self._save(numbered=True)
                 if stop:
@@ -197,6 +199,7 @@ class Trainer:
             distributed.all_reduce_sum(loss_sum, self.device) if distributed.world_size() > 1 else loss_sum
         )
         finite = math.isfinite(global_loss) and math.isfinite(grad_norm)
+        lr = self.scheduler.get_last_lr()[0]  # this update's; scheduler.step() sets the next one's
         if finite:
             self.optimizer.step()
             self.scheduler.step()
@@ -209,7 +212,7 @@ class Trainer:
             step=self.state.step,
             loss=loss_sum / max(local_tokens, 1),
             nll=nll_sum / max(local_tokens, 1),
-            lr=self.scheduler.get_last_lr()[0],
+            lr=lr,
             grad_norm=grad_norm,
             tokens=local_tokens,
             seconds=time.perf_counter() - start,
