@@ -20,6 +20,7 @@ import numpy as np
 
 from seq2seq.data.batching import TokenBatchSampler, padding_waste
 from seq2seq.data.pipeline import prepare_training_data
+from seq2seq.data.vocabulary import TokenizerSettings
 from seq2seq.errors import UserError
 
 
@@ -47,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
             train_src=data_dir / f"train.{args.src}", train_tgt=data_dir / f"train.{args.tgt}",
             dev_src=data_dir / f"dev.{args.src}", dev_tgt=data_dir / f"dev.{args.tgt}",
             out_dir=args.work_dir or data_dir / "padding_waste", cache_dir=data_dir / "cache",
-            vocab_size=args.vocab_size, model_type=args.model_type, progress=sys.stderr.isatty(),
+            tokenizer=TokenizerSettings(vocab_size=args.vocab_size, model_type=args.model_type),
+            progress=sys.stderr.isatty(),
         )  # fmt: skip
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -12,7 +12,8 @@ from typing import Any
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.data.pipeline import TrainingData, prepare_training_data
+from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
+from seq2seq.data.vocabulary import TokenizerSettings
 
 
 def _path(value: Any) -> Path:
@@ -31,6 +32,6 @@ def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: boo
         encoding_errors=str(data_cfg.encoding_errors),
         workers=data_cfg.get("workers"),
         progress=progress,
-        **OmegaConf.to_container(data_cfg.tokenizer, resolve=True),
-        **OmegaConf.to_container(data_cfg.filter, resolve=True),
+        tokenizer=TokenizerSettings(**OmegaConf.to_container(data_cfg.tokenizer, resolve=True)),
+        filters=FilterSettings(**OmegaConf.to_container(data_cfg.filter, resolve=True)),
     )

@@ -9,7 +9,7 @@ few seconds, and its memory does not grow with the corpus: filtering keeps an in
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from seq2seq.data.binarize import encoded_corpus
 from seq2seq.data.corpus import CorpusStats, FilterReport, read_parallel
 from seq2seq.data.dataset import ParallelDataset
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.data.vocabulary import tokenizers_for
+from seq2seq.data.vocabulary import DEFAULT_TOKENIZER, TokenizerSettings, tokenizers_for
 from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,15 @@ class TrainingData:
         }
 
 
+@dataclass(frozen=True)
+class FilterSettings:
+    """Which training pairs are dropped (the `data.filter` config group; dev pairs: empty or too long)."""
+
+    max_tokens_per_side: int = 256
+    max_length_ratio: float = 3.0  # longer side / shorter side, in tokens
+    min_tokens_for_ratio: int = 5  # the ratio is only checked once the longer side has this many tokens
+
+
 def prepare_training_data(
     *,
     train_src: str | Path,
@@ -78,44 +87,34 @@ def prepare_training_data(
     dev_src: str | Path,
     dev_tgt: str | Path,
     out_dir: str | Path | None,
-    vocab_size: int = 8000,
-    model_type: str = "unigram",
-    joint: bool = True,
-    character_coverage: float = 1.0,
-    sample_sentences: int = 200_000,
-    max_tokens_per_side: int = 256,
-    max_length_ratio: float = 3.0,
-    min_tokens_for_ratio: int = 5,
+    tokenizer: TokenizerSettings = DEFAULT_TOKENIZER,
+    filters: FilterSettings = FilterSettings(),
     encoding_errors: str = "strict",
     cache_dir: str | Path | None = None,
     num_threads: int = 1,
     workers: int | None = None,
-    seed: int = 0,
     progress: bool = True,
 ) -> TrainingData:
     """Tokenizer(s) (also saved in ``out_dir`` when given), the filtered training set and the dev set.
 
-    The tokenizer is trained on at most ``sample_sentences`` sentences drawn uniformly from the
-    training text (vocabulary.py); the encoded corpora come from the cache, built there by
-    ``workers`` processes (default: all cores) on a miss. Training pairs are dropped when a side is
-    empty, longer than ``max_tokens_per_side`` tokens, or ``max_length_ratio`` times longer than the
-    other side (checked once the longer side has ``min_tokens_for_ratio`` tokens: short pairs have
-    noisy ratios). Dev pairs are only dropped when empty or too long. Counts are logged per reason.
+    The tokenizer is trained on at most ``tokenizer.sample_sentences`` sentences drawn uniformly from the
+    training text (vocabulary.py); the encoded corpora come from the cache, built there by ``workers``
+    processes (default: all cores) on a miss. Training pairs are dropped when a side is empty, longer
+    than ``filters.max_tokens_per_side`` tokens, or ``max_length_ratio`` times longer than the other side
+    (checked once the longer side has ``min_tokens_for_ratio`` tokens: short pairs have noisy ratios).
+    Dev pairs are only dropped when empty or too long. Counts are logged per reason.
     """
     _require_prepared(train_src, train_tgt, dev_src, dev_tgt)
-    options = {"vocab_size": vocab_size, "model_type": model_type, "joint": joint, "seed": seed}
-    options.update({"character_coverage": character_coverage, "sample_sentences": sample_sentences})
     src_tok, tgt_tok, paths = tokenizers_for(
-        train_src, train_tgt, out=None if out_dir is None else Path(out_dir), options=options,
+        train_src, train_tgt, out=None if out_dir is None else Path(out_dir), settings=tokenizer,
         encoding_errors=encoding_errors, cache_dir=cache_dir, num_threads=num_threads,
     )  # fmt: skip
     split = partial(
         _encoded_split, tokenizers=(src_tok, tgt_tok), encoding_errors=encoding_errors, cache_dir=cache_dir,
-        progress=progress, workers=workers, max_tokens_per_side=max_tokens_per_side,
-        min_tokens_for_ratio=min_tokens_for_ratio,
+        progress=progress, workers=workers,
     )  # fmt: skip
-    train, _, train_stats = split(train_src, train_tgt, max_length_ratio=max_length_ratio)
-    dev, dev_keep, dev_stats = split(dev_src, dev_tgt, max_length_ratio=None)
+    train, _, train_stats = split(train_src, train_tgt, filters=filters)
+    dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_length_ratio=None))
     dev_src_texts, dev_ref_texts = read_parallel(dev_src, dev_tgt, encoding_errors=encoding_errors)
     return TrainingData(
         src_tokenizer=src_tok, tgt_tokenizer=tgt_tok, train=train, dev=dev,
@@ -134,9 +133,7 @@ def _encoded_split(
     cache_dir: str | Path | None,
     progress: bool,
     workers: int | None,
-    max_tokens_per_side: int,
-    max_length_ratio: float | None,
-    min_tokens_for_ratio: int,
+    filters: FilterSettings,
 ) -> tuple[ParallelDataset, np.ndarray, CorpusStats]:
     """One split's filtered dataset (sharing the mapped arrays), the line indices it kept, its stats."""
     encoded, stats = encoded_corpus(
@@ -144,8 +141,8 @@ def _encoded_split(
         cache_dir=cache_dir, progress=progress, workers=workers,
     )  # fmt: skip
     keep, report = length_filter(
-        encoded.src_lengths - 1, encoded.tgt_lengths - 1, max_tokens_per_side=max_tokens_per_side,
-        max_length_ratio=max_length_ratio, min_tokens_for_ratio=min_tokens_for_ratio,
+        encoded.src_lengths - 1, encoded.tgt_lengths - 1, max_tokens_per_side=filters.max_tokens_per_side,
+        max_length_ratio=filters.max_length_ratio, min_tokens_for_ratio=filters.min_tokens_for_ratio,
     )  # fmt: skip
     report.log(f"{src}, {tgt}")
     if not len(keep):

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seq2seq.data.binarize import cache_key, file_digest
@@ -23,12 +24,27 @@ log = logging.getLogger(__name__)
 TOKENIZER_RECORD = "tokenizer.json"
 
 
+@dataclass(frozen=True)
+class TokenizerSettings:
+    """How the sentencepiece model is trained (the `data.tokenizer` config group holds the same keys)."""
+
+    vocab_size: int = 8000  # lowered automatically, with a warning, when the corpus is too small for it
+    model_type: str = "unigram"  # unigram | bpe | char | word
+    joint: bool = True  # one model for both languages (needed to share embeddings across sides)
+    character_coverage: float = 1.0
+    sample_sentences: int = 200_000  # trained on a uniform sample of this many sentences
+    seed: int = 0
+
+
+DEFAULT_TOKENIZER = TokenizerSettings()
+
+
 def tokenizers_for(
     train_src: str | Path,
     train_tgt: str | Path,
     *,
     out: Path | None,
-    options: dict,
+    settings: TokenizerSettings,
     encoding_errors: str,
     cache_dir: str | Path | None,
     num_threads: int,
@@ -38,6 +54,7 @@ def tokenizers_for(
     Returns (source, target, model files); source is target for a joint model. With `out` the models
     are saved there too, with a record of the settings.
     """
+    options = asdict(settings)
     names = ["spm.model"] if options["joint"] else ["spm.src.model", "spm.tgt.model"]
     paths = [] if out is None else [out / name for name in names]
     if paths and all(p.is_file() for p in paths):

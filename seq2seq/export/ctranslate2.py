@@ -125,33 +125,39 @@ def transformer_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
 
 def _fill_encoder(spec: Any, state: dict, config: dict) -> None:
     spec.embeddings[0].weight = state["encoder.embedding.weight"]
-    _fill_positions(spec, state, config, "encoder")
-    if config["norm"] == "pre":
-        _norm(spec.layer_norm, state, "encoder.final_norm")
+    _fill_stack(spec, state, config, "encoder")
     for index, layer in enumerate(spec.layer):
         prefix = f"encoder.layers.{index}"
-        _linear(layer.self_attention.linear[0], state, f"{prefix}.self_attn.qkv")
-        _linear(layer.self_attention.linear[1], state, f"{prefix}.self_attn.out")
-        _norm(layer.self_attention.layer_norm, state, f"{prefix}.attn_block.norm")
+        _attention(layer.self_attention, state, [f"{prefix}.self_attn.{n}" for n in ("qkv", "out")],
+                   f"{prefix}.attn_block.norm")  # fmt: skip
         _feed_forward(layer.ffn, state, prefix, config)
 
 
 def _fill_decoder(spec: Any, state: dict, config: dict) -> None:
     spec.embeddings.weight = state["decoder.embedding.weight"]
     spec.projection.weight = state["output.weight"]
-    _fill_positions(spec, state, config, "decoder")
-    if config["norm"] == "pre":
-        _norm(spec.layer_norm, state, "decoder.final_norm")
+    _fill_stack(spec, state, config, "decoder")
     for index, layer in enumerate(spec.layer):
         prefix = f"decoder.layers.{index}"
-        _linear(layer.self_attention.linear[0], state, f"{prefix}.self_attn.qkv")
-        _linear(layer.self_attention.linear[1], state, f"{prefix}.self_attn.out")
-        _norm(layer.self_attention.layer_norm, state, f"{prefix}.self_block.norm")
-        _linear(layer.attention.linear[0], state, f"{prefix}.cross_attn.q")
-        _linear(layer.attention.linear[1], state, f"{prefix}.cross_attn.kv")
-        _linear(layer.attention.linear[2], state, f"{prefix}.cross_attn.out")
-        _norm(layer.attention.layer_norm, state, f"{prefix}.cross_block.norm")
+        _attention(layer.self_attention, state, [f"{prefix}.self_attn.{n}" for n in ("qkv", "out")],
+                   f"{prefix}.self_block.norm")  # fmt: skip
+        _attention(layer.attention, state, [f"{prefix}.cross_attn.{n}" for n in ("q", "kv", "out")],
+                   f"{prefix}.cross_block.norm")  # fmt: skip
         _feed_forward(layer.ffn, state, prefix, config)
+
+
+def _fill_stack(spec: Any, state: dict, config: dict, stack: str) -> None:
+    """Positions and, for pre-norm, the final layer norm of the encoder or decoder."""
+    _fill_positions(spec, state, config, stack)
+    if config["norm"] == "pre":
+        _norm(spec.layer_norm, state, f"{stack}.final_norm")
+
+
+def _attention(spec: Any, state: dict, linears: list[str], norm: str) -> None:
+    """Fused projections in CTranslate2's order (self: QKV, out; cross: Q, KV, out), and the norm."""
+    for linear, name in zip(spec.linear, linears):
+        _linear(linear, state, name)
+    _norm(spec.layer_norm, state, norm)
 
 
 def _fill_positions(spec: Any, state: dict, config: dict, stack: str) -> None:

@@ -36,21 +36,20 @@ class _Job:
         self.characters = sum(len(text) for text in self.texts)
 
 
-@dataclass
 class BatchStats:
-    """Counters the server reports: how much batching happened."""
+    """Counters the server reports (GET /stats): how much batching happened."""
 
-    requests: int = 0
-    sentences: int = 0
-    batches: int = 0
-    largest_batch_requests: int = 0
-    largest_batch_sentences: int = 0
+    def __init__(self) -> None:
+        self.batches = self.requests = self.sentences = 0
+        self.largest_batch_requests = self.largest_batch_sentences = 0
 
     def record(self, jobs: list[_Job]) -> None:
-        self.batches += 1
-        self.requests += len(jobs)
         sentences = sum(len(job.texts) for job in jobs)
-        self.sentences += sentences
+        self.batches, self.requests, self.sentences = (
+            self.batches + 1,
+            self.requests + len(jobs),
+            self.sentences + sentences,
+        )
         self.largest_batch_requests = max(self.largest_batch_requests, len(jobs))
         self.largest_batch_sentences = max(self.largest_batch_sentences, sentences)
 

@@ -65,3 +65,16 @@ def test_translator_defaults_equal_translate_yaml() -> None:
 def test_translate_arguments_defer_to_the_options(name: str) -> None:
     """translate()'s search arguments default to None: the Translator's options decide."""
     assert inspect.signature(Translator.translate).parameters[name].default is None
+
+
+@pytest.mark.parametrize("data", ["bible_en_es", "parallel_files"])
+def test_tokenizer_and_filter_settings_equal_the_data_yaml(data: str) -> None:
+    from seq2seq.data.pipeline import FilterSettings
+    from seq2seq.data.vocabulary import TokenizerSettings
+
+    composed_data = composed("train", f"data={data}", "model=tiny")["data"]
+    tokenizer = {
+        key: value for key, value in dataclasses.asdict(TokenizerSettings()).items() if key != "seed"
+    }
+    assert tokenizer == composed_data["tokenizer"]
+    assert dataclasses.asdict(FilterSettings()) == composed_data["filter"]

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from seq2seq.data.corpus import read_corpus_lines
-from seq2seq.data.pipeline import length_filter, prepare_training_data
+from seq2seq.data.pipeline import FilterSettings, length_filter, prepare_training_data
+from seq2seq.data.vocabulary import TokenizerSettings
 from seq2seq.errors import UserError
 
 WORDS = ["el", "la", "de", "que", "y", "en", "los", "se", "del", "las", "un", "por", "con", "no", "una", "su"]
@@ -34,7 +35,7 @@ def corpus(tmp_path):
     return files
 
 
-def _prepare(corpus, out_dir, cache_dir, **options):
+def _prepare(corpus, out_dir, cache_dir, *, joint=True, **filters):
     return prepare_training_data(
         train_src=corpus["train.x"],
         train_tgt=corpus["train.y"],
@@ -42,10 +43,9 @@ def _prepare(corpus, out_dir, cache_dir, **options):
         dev_tgt=corpus["dev.y"],
         out_dir=out_dir,
         cache_dir=cache_dir,
-        vocab_size=90,
-        model_type="bpe",
+        tokenizer=TokenizerSettings(vocab_size=90, model_type="bpe", joint=joint),
+        filters=FilterSettings(**filters),
         progress=False,
-        **options,
     )
 
 
@@ -104,8 +104,7 @@ def test_run_directory_with_other_tokenizer_settings_is_refused(corpus, tmp_path
             dev_src=corpus["dev.x"],
             dev_tgt=corpus["dev.y"],
             out_dir=tmp_path / "run",
-            vocab_size=80,
-            model_type="bpe",
+            tokenizer=TokenizerSettings(vocab_size=80, model_type="bpe"),
             progress=False,
         )
 

@@ -21,6 +21,7 @@ from seq2seq.data.dataset import ParallelDataset
 from seq2seq.data.pipeline import prepare_training_data
 from seq2seq.data.token_arrays import open_encoded
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.vocabulary import TokenizerSettings
 from seq2seq.errors import UserError
 
 WORDS = "la casa de mi padre tiene muchas moradas y el camino es largo pero la luz brilla".split()
@@ -127,6 +128,7 @@ import sys, time
 from pathlib import Path
 from seq2seq.data import binarize
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.vocabulary import TokenizerSettings
 real = binarize.EncodedWriter.append
 def slow(self, *args):
     real(self, *args)
@@ -199,8 +201,9 @@ def test_prepare_smoke_at_20k_pairs(tmp_path):
     dev_src, dev_tgt = write_corpus(tmp_path / "dev", 50, seed=4)
     start = time.perf_counter()
     data = prepare_training_data(
-        train_src=src, train_tgt=tgt, dev_src=dev_src, dev_tgt=dev_tgt, out_dir=None, vocab_size=80,
-        sample_sentences=5_000, cache_dir=tmp_path / "cache", workers=2, progress=False,
+        train_src=src, train_tgt=tgt, dev_src=dev_src, dev_tgt=dev_tgt, out_dir=None,
+        tokenizer=TokenizerSettings(vocab_size=80, sample_sentences=5_000), cache_dir=tmp_path / "cache",
+        workers=2, progress=False,
     )  # fmt: skip
     stats = data.stats["train"]
     assert stats["pairs"] == 20_000 and 0 < len(data.train) <= 20_000 - stats["empty_pairs"]
@@ -209,7 +212,8 @@ def test_prepare_smoke_at_20k_pairs(tmp_path):
     first = time.perf_counter() - start
     again = prepare_training_data(
         train_src=src, train_tgt=tgt, dev_src=dev_src, dev_tgt=dev_tgt, out_dir=tmp_path / "run",
-        vocab_size=80, sample_sentences=5_000, cache_dir=tmp_path / "cache", progress=False,
+        tokenizer=TokenizerSettings(vocab_size=80, sample_sentences=5_000), cache_dir=tmp_path / "cache",
+        progress=False,
     )  # fmt: skip
     assert np.array_equal(again.train.src_lengths, data.train.src_lengths)
     assert again.src_tokenizer == data.src_tokenizer and first < 120
@@ -218,7 +222,9 @@ def test_prepare_smoke_at_20k_pairs(tmp_path):
 def test_the_sample_is_the_same_for_both_directions(tmp_path):
     src, tgt = write_corpus(tmp_path / "corpus", 2_000, seed=5)
     dev_src, dev_tgt = write_corpus(tmp_path / "dev", 20, seed=6)
-    common = dict(out_dir=None, vocab_size=70, sample_sentences=600, progress=False, workers=1)
+    common = dict(
+        out_dir=None, tokenizer=TokenizerSettings(vocab_size=70, sample_sentences=600), progress=False
+    )
     forward = prepare_training_data(train_src=src, train_tgt=tgt, dev_src=dev_src, dev_tgt=dev_tgt, **common)
     backward = prepare_training_data(train_src=tgt, train_tgt=src, dev_src=dev_tgt, dev_tgt=dev_src, **common)
     assert forward.src_tokenizer == backward.src_tokenizer
