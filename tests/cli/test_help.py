@@ -14,6 +14,8 @@ from conftest import run_module
         ("seq2seq.cli.translate", ["one output line per input line", "long_lines=truncate", "decode=sample"]),
         ("seq2seq.cli.train", ["model/positional: alibi, learned, rope, sinusoidal", "trainer.resume=PATH"]),
         ("seq2seq.cli.prepare", ["apt-get", "data=parallel_files"]),
+        ("seq2seq.cli.export", ["quantization=int8", "ALiBi, local windows (model.window)"]),
+        ("seq2seq.cli.serve", ["POST /translate", "SIGTERM", "max_body_bytes"]),
     ],
 )
 def test_help_explains_usage_and_policies(module: str, expected: list[str], tmp_path: Path) -> None:
