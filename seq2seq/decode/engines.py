@@ -58,14 +58,18 @@ class CTranslate2Engine:
     name = "ctranslate2"
 
     def __init__(
-        self, directory: Path, tokenizers: tuple[Tokenizer, Tokenizer], *, device: str, threads: int,
-        max_positions: int,
+        self, directory: Path, tokenizers: tuple[Tokenizer, Tokenizer], *, device: torch.device, threads: int,
+        max_positions: int, compute_type: str = "default",
     ) -> None:  # fmt: skip
+        """`compute_type` "default" runs the weights as exported (e.g. int8); see CTranslate2's Translator."""
         ctranslate2 = import_ctranslate2()
-        self.translator = ctranslate2.Translator(str(directory), device=device, intra_threads=threads)
+        self.translator = ctranslate2.Translator(
+            str(directory), device=device.type, device_index=device.index or 0, intra_threads=threads,
+            compute_type=compute_type,
+        )  # fmt: skip
         self.src_tokenizer, self.tgt_tokenizer = tokenizers
         self.ids, self.max_positions = SpecialIds.of(self.tgt_tokenizer), max_positions
-        self.model, self.device = None, torch.device(device)
+        self.model, self.device = None, device
 
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,

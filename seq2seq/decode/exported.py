@@ -48,8 +48,11 @@ def read_metadata(directory: Path) -> dict[str, Any]:
     return metadata
 
 
-def load_exported(directory: Path, *, device: str = "cpu", threads: int | None = None) -> ExportedModel:
-    """The exported model in `directory` behind a CTranslate2Engine, with its tokenizers."""
+def load_exported(
+    directory: Path, *, device: torch.device, precision: str = "fp32", threads: int | None = None
+) -> ExportedModel:
+    """The exported model in `directory` behind a CTranslate2Engine, with its tokenizers. precision="bf16"
+    computes in bfloat16 whatever the export's quantization; "fp32" runs the weights as exported."""
     metadata = read_metadata(directory)
     if metadata["joint"]:
         src_tokenizer = tgt_tokenizer = Tokenizer.from_file(directory / JOINT_TOKENIZER)
@@ -59,5 +62,6 @@ def load_exported(directory: Path, *, device: str = "cpu", threads: int | None =
     engine = CTranslate2Engine(
         directory, (src_tokenizer, tgt_tokenizer), device=device, threads=threads or torch.get_num_threads(),
         max_positions=int(metadata["max_positions"]),
+        compute_type="bfloat16" if precision == "bf16" else "default",
     )  # fmt: skip
     return ExportedModel(engine, src_tokenizer, tgt_tokenizer, int(metadata.get("step", 0)), metadata)

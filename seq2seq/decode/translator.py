@@ -95,7 +95,7 @@ class Translator:
             raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
         target = torch.device(device)
         if chosen == "ctranslate2":
-            exported = load_exported(paths[0], device=target.type)
+            exported = load_exported(paths[0], device=target, precision=precision)
             tokenizers = (exported.src_tokenizer, exported.tgt_tokenizer)
             return cls(*tokenizers, exported.engine, step=exported.step, **policy)
         loaded = load_ensemble(paths, target)
