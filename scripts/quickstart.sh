@@ -43,7 +43,9 @@ stage "3/6 Corpus in $DATA_DIR"
 
 stage "4/6 Training ($MINUTES minutes) in $RUN_DIR"
 # shellcheck disable=SC2086  # EXTRA holds several overrides
-"$BIN/seq2seq-train" data.dir="$DATA_DIR" run_name="$RUN_NAME" trainer.max_minutes="$MINUTES" $EXTRA
+# A numbered checkpoint every 150 updates: the last ones can be averaged (seq2seq-average --last 5).
+"$BIN/seq2seq-train" data.dir="$DATA_DIR" run_name="$RUN_NAME" trainer.max_minutes="$MINUTES" \
+  trainer.save_every=150 $EXTRA
 
 CHECKPOINT=$RUN_DIR/best.pt
 [ -f "$CHECKPOINT" ] || CHECKPOINT=$RUN_DIR/last.pt
