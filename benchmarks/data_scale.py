@@ -9,9 +9,10 @@
 Corpora are made from data/bible_en_es/train.{en,es} by joining 1-3 consecutive verses (a pair of
 such joins is one sentence pair), so lengths and vocabulary stay realistic; they are written once to
 --work-dir and reused. For each size, in fresh processes:
-  * prepare: `seq2seq-prepare data=parallel_files ...` on a cold cache (tokenizer on a 1M-sentence
-    sample, encoding by all cores): wall time, sentences/s, peak RSS of the whole process tree
-    (workers included; summed over the tree every 50 ms, so shared pages count once per process);
+  * prepare: `seq2seq-prepare data=parallel_files ...` on a cold cache (tokenizer on the default
+    200,000-sentence sample, encoding by all cores): wall time, sentences/s, peak RSS of the whole
+    process tree (workers included; summed over the tree every 50 ms, so shared pages count once per
+    process);
   * train: `seq2seq-train` with that cache (a cache hit): seconds from start to the log line of the
     first update, and the training process's peak RSS (VmHWM) over 3 updates of the `tiny` model.
 The peer is this project's previous pipeline (--baseline-rev, a git revision of this repository,
