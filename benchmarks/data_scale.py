@@ -2,7 +2,7 @@
 """Corpora of any size: prepare time and memory, and a training process's start and memory, by corpus size.
 
     seq2seq-prepare                                   # once: the Bible corpus the large corpora are made from
-    python benchmarks/data_scale.py                   # 250k, 1M and 2M pairs (about 20 minutes on 2 cores)
+    python benchmarks/data_scale.py                   # 250k, 1M and 2M pairs (about 15 minutes on 2 cores)
     python benchmarks/data_scale.py --sizes 20000 --baseline-sizes 20000     # a smoke run
     python benchmarks/data_scale.py --baseline-rev bf51383 --baseline-sizes 250000 1000000
 
