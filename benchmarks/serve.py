@@ -71,12 +71,12 @@ async def load(url: str, lines: list[str], clients: int) -> tuple[float, list[fl
     return len(lines) / seconds, latencies
 
 
-def start_server(checkpoint: Path, threads: int) -> tuple[subprocess.Popen, str]:
+def start_server(checkpoint: Path, threads: int, overrides: list[str]) -> tuple[subprocess.Popen, str]:
     import httpx
 
     port = free_port()
     command = [sys.executable, "-m", "seq2seq.cli.serve", f"checkpoint={checkpoint}", f"port={port}",
-               f"threads={threads}", "log_level=warning"]  # fmt: skip
+               f"threads={threads}", "log_level=warning", *overrides]  # fmt: skip
     server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -87,6 +87,12 @@ def start_server(checkpoint: Path, threads: int) -> tuple[subprocess.Popen, str]
             time.sleep(0.2)
     server.terminate()
     sys.exit("the server did not start")
+
+
+def server_stats(url: str) -> dict[str, int]:
+    import httpx
+
+    return httpx.get(f"{url}/stats").json()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -101,26 +107,30 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=400)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--server", nargs="*", default=[], help="seq2seq-serve overrides: batch_wait_ms=10")
     args = parser.parse_args()
     if not args.checkpoint.is_file():
         sys.exit(f"{args.checkpoint} does not exist; run scripts/quickstart.sh first or pass --checkpoint")
     lines = (args.data_dir / "test.en").read_text(encoding="utf-8").splitlines()[: args.sentences]
     print(describe_machine(args.threads))
     upper = offline(args.checkpoint, lines, args.threads)
-    server, url = start_server(args.checkpoint, args.threads)
-    rows, measured = [["offline, one call", f"{upper:.1f}", "", "", "1.00"]], {}
+    server, url = start_server(args.checkpoint, args.threads, args.server)
+    rows, measured = [["offline, one call", f"{upper:.1f}", "", "", "1.00", ""]], {}
     try:
         for clients in args.clients:
+            before = server_stats(url)
             speed, latencies = asyncio.run(load(url, lines, clients))
+            batches = server_stats(url)["batches"] - before["batches"]
             measured[clients] = (speed, percentile(latencies, 0.95))
             rows.append([f"{clients} client(s)", f"{speed:.1f}", f"{percentile(latencies, 0.5):.2f}",
-                         f"{percentile(latencies, 0.95):.2f}", f"{speed / upper:.2f}"])  # fmt: skip
-        stats = json.loads(__import__("httpx").get(f"{url}/stats").text)
+                         f"{percentile(latencies, 0.95):.2f}", f"{speed / upper:.2f}",
+                         f"{len(lines) / batches:.1f}"])  # fmt: skip
+        stats = server_stats(url)
     finally:
         server.terminate()
         server.wait()
     print(f"\n{len(lines)} Bible test sentences, beam 5, server and offline on {args.threads} threads\n")
-    print(format_table(["", "sentences/s", "p50 s", "p95 s", "of offline"], rows))
+    print(format_table(["", "sentences/s", "p50 s", "p95 s", "of offline", "requests per batch"], rows))
     print(f"server batching: {stats['requests']} requests in {stats['batches']} batches "
           f"(largest: {stats['largest_batch_requests']} requests)")  # fmt: skip
     most = max(args.clients)

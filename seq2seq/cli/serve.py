@@ -34,21 +34,33 @@ def serve(cfg: DictConfig) -> None:
         from seq2seq.serve.batcher import BatchingTranslator
     except ImportError:
         raise UserError("seq2seq-serve needs FastAPI and uvicorn; pip install '.[serve]'") from None
-    if cfg.threads:
-        torch.set_num_threads(int(cfg.threads))
     checkpoint = Path(to_absolute_path(str(cfg.checkpoint)))
-    translator = Translator.from_checkpoint(
-        checkpoint, engine=str(cfg.engine), device=pick_device(str(cfg.device)), precision=str(cfg.precision),
-        options=SearchOptions.from_config(OmegaConf.to_container(cfg.decode)),
-        max_input_tokens=cfg.max_input_tokens, long_lines=str(cfg.long_lines),
-    )  # fmt: skip
     limits = Limits(max_sentences=int(cfg.max_sentences), max_chars=int(cfg.max_chars),
                     max_beam_size=int(cfg.max_beam_size), max_body_bytes=int(cfg.max_body_bytes))  # fmt: skip
-    translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time kernel setup, not a user
+    languages: list[tuple[str, str] | None] = []
+
+    def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
+        if cfg.threads:
+            torch.set_num_threads(int(cfg.threads))
+        translator = Translator.from_checkpoint(
+            checkpoint,
+            engine=str(cfg.engine),
+            device=pick_device(str(cfg.device)),
+            precision=str(cfg.precision),
+            options=SearchOptions.from_config(OmegaConf.to_container(cfg.decode)),
+            max_input_tokens=cfg.max_input_tokens,
+            long_lines=str(cfg.long_lines),
+        )
+        languages.append(_languages(checkpoint))
+        translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user
+        return translator
+
     batcher = BatchingTranslator(
-        translator, batch_wait_ms=float(cfg.batch_wait_ms), max_batch_tokens=int(cfg.max_batch_tokens)
-    )
-    app = create_app(batcher, name=checkpoint.name, languages=_languages(checkpoint), limits=limits)
+        load, batch_wait_ms=float(cfg.batch_wait_ms), max_batch_wait_ms=float(cfg.max_batch_wait_ms),
+        max_batch_tokens=int(cfg.max_batch_tokens),
+    )  # fmt: skip
+    translator = batcher.translator
+    app = create_app(batcher, name=checkpoint.name, languages=languages[0], limits=limits)
     engine, url = translator.engine.name, f"http://{cfg.host}:{cfg.port}/"
     log.info("serving %s (%s, step %d) on %s ; SIGTERM or Ctrl-C stops after the requests in flight",
              checkpoint, engine, translator.step, url)  # fmt: skip
