@@ -73,3 +73,16 @@ def progress_bar_setting(value: Any, *, setting: str = "progress_bar") -> bool |
     if text in ("false", "0", "no", "off", "none", "null"):
         return False
     raise UserError(f"{setting}={value!r} is not a progress-bar setting; use auto, true or false")
+
+
+def number_setting(value: Any, *, setting: str, kind: type = int, minimum: float = 0) -> Any:
+    """A numeric CLI setting as `kind` (int or float), at least `minimum`; else a one-line UserError."""
+    try:
+        number = kind(value)
+        if isinstance(value, bool) or (kind is int and number != float(value)):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UserError(f"{setting}={value!r} must be a{'n integer' if kind is int else ' number'}") from None
+    if number < minimum:
+        raise UserError(f"{setting}={value!r} must be at least {minimum}")
+    return number

@@ -15,12 +15,14 @@ import torch
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device
+from seq2seq.cli.common import config_dir, exit_on_user_error, number_setting, pick_device
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.serve")
+LIMIT_KEYS = ("max_sentences", "max_chars", "max_beam_size", "max_body_bytes")
+BATCH_WAIT_KEYS = ("batch_wait_ms", "max_batch_wait_ms")
 
 
 @exit_on_user_error
@@ -35,13 +37,18 @@ def serve(cfg: DictConfig) -> None:
     except ImportError:
         raise UserError("seq2seq-serve needs FastAPI and uvicorn; pip install '.[serve]'") from None
     checkpoint = Path(to_absolute_path(str(cfg.checkpoint)))
-    limits = Limits(max_sentences=int(cfg.max_sentences), max_chars=int(cfg.max_chars),
-                    max_beam_size=int(cfg.max_beam_size), max_body_bytes=int(cfg.max_body_bytes))  # fmt: skip
+    limits = Limits(**{key: number_setting(cfg[key], setting=key, minimum=1) for key in LIMIT_KEYS})
+    batching = {key: number_setting(cfg[key], setting=key, kind=float) for key in BATCH_WAIT_KEYS}
+    batching["max_batch_tokens"] = number_setting(cfg.max_batch_tokens, setting="max_batch_tokens", minimum=1)
+    threads = None if cfg.threads is None else number_setting(cfg.threads, setting="threads", minimum=1)
+    port = number_setting(cfg.port, setting="port")
+    if port > 65535:
+        raise UserError(f"port={port} is not a TCP port; use 1-65535 (0: any free port)")
     languages: list[tuple[str, str] | None] = []
 
     def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
-        if cfg.threads:
-            torch.set_num_threads(int(cfg.threads))
+        if threads:
+            torch.set_num_threads(threads)
         translator = Translator.from_checkpoint(
             checkpoint,
             engine=str(cfg.engine),
@@ -55,20 +62,17 @@ def serve(cfg: DictConfig) -> None:
         translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user
         return translator
 
-    batcher = BatchingTranslator(
-        load, batch_wait_ms=float(cfg.batch_wait_ms), max_batch_wait_ms=float(cfg.max_batch_wait_ms),
-        max_batch_tokens=int(cfg.max_batch_tokens),
-    )  # fmt: skip
+    batcher = BatchingTranslator(load, **batching)
     translator = batcher.translator
     app = create_app(batcher, name=checkpoint.name, languages=languages[0], limits=limits)
-    engine, url = translator.engine.name, f"http://{cfg.host}:{cfg.port}/"
+    engine, url = translator.engine.name, f"http://{cfg.host}:{port}/"
     log.info("serving %s (%s, step %d) on %s ; SIGTERM or Ctrl-C stops after the requests in flight",
              checkpoint, engine, translator.step, url)  # fmt: skip
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler that was
     # installed before it ran. With this one, a graceful stop ends the command normally (exit status 0).
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
-    uvicorn.run(app, host=str(cfg.host), port=int(cfg.port), log_level="warning", access_log=False)
+    uvicorn.run(app, host=str(cfg.host), port=port, log_level="warning", access_log=False)
     log.info("stopped: %d requests served in %d batches", batcher.stats.requests, batcher.stats.batches)
 
 
