@@ -5,6 +5,7 @@
 #
 #   bash scripts/quickstart.sh                 # 30-minute training budget
 #   MINUTES=10 bash scripts/quickstart.sh      # shorter
+#   EXPERIMENT=search_10min_best bash scripts/quickstart.sh   # another recipe from configs/experiment/
 #   EXTRA="model=tiny trainer.max_updates=20" MINUTES=2 bash scripts/quickstart.sh   # smoke run
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,7 @@ VENV=${VENV:-.venv}
 DATA_DIR=${DATA_DIR:-data/bible_en_es}
 RUN_NAME=${RUN_NAME:-quickstart}
 RUN_DIR=runs/$RUN_NAME
+EXPERIMENT=${EXPERIMENT:-}  # a recipe in configs/experiment/; empty: seq2seq-train's defaults
 EXTRA=${EXTRA:-}
 BEAM=${BEAM:-5}
 
@@ -45,7 +47,7 @@ stage "4/6 Training ($MINUTES minutes) in $RUN_DIR"
 # shellcheck disable=SC2086  # EXTRA holds several overrides
 # A numbered checkpoint every 150 updates: the last ones can be averaged (seq2seq-average --last 5).
 "$BIN/seq2seq-train" data.dir="$DATA_DIR" run_name="$RUN_NAME" trainer.max_minutes="$MINUTES" \
-  trainer.save_every=150 $EXTRA
+  trainer.save_every=150 ${EXPERIMENT:+experiment="$EXPERIMENT"} $EXTRA
 
 CHECKPOINT=$RUN_DIR/best.pt
 [ -f "$CHECKPOINT" ] || CHECKPOINT=$RUN_DIR/last.pt
@@ -60,9 +62,9 @@ fi
 
 stage "6/6 Scoring"
 "$BIN/seq2seq-score" "$HYP" "$DATA_DIR/test.es" --json > "$RUN_DIR/test_scores.json"
-"$BIN/python" - "$RUN_DIR" "$CHECKPOINT" "$DATA_DIR" "$BIN" <<'PY'
+"$BIN/python" - "$RUN_DIR" "$CHECKPOINT" "$DATA_DIR" "$BIN" "$EXPERIMENT" <<'PY'
 import json, os, sys
-run_dir, checkpoint, data_dir, bin_dir = sys.argv[1:5]
+run_dir, checkpoint, data_dir, bin_dir, experiment = sys.argv[1:6]
 scores = json.load(open(f"{run_dir}/test_scores.json"))
 summary = json.load(open(f"{run_dir}/summary.json"))
 bleu, chrf = scores["bleu"]["score"], scores["chrf"]["score"]
@@ -71,6 +73,7 @@ rows = [
     ("test chrF (beam)", f"{chrf:.1f}"),
     ("Apertium en->es, same test split", "12.1 BLEU / 39.1 chrF"),
     ("best dev BLEU (greedy)", "n/a" if summary["best_dev_bleu"] is None else f"{summary['best_dev_bleu']:.1f}"),
+    ("recipe", f"experiment={experiment}" if experiment else "seq2seq-train's defaults"),
     ("training", f"{summary['minutes']:.1f} min, {summary['updates']} updates, {summary['tokens_per_second']:,.0f} tokens/s"),
     ("checkpoint", checkpoint),
     ("TensorBoard", f"tensorboard --logdir {run_dir}/tensorboard"),
