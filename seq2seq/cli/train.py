@@ -132,6 +132,12 @@ def train(cfg: DictConfig) -> float | None:
     if distributed.is_main():
         write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter)
     distributed.shutdown()
+    if trainer.stopping_signal is not None:
+        # Exit as the signal would have: a sweep stops here instead of launching its next trial, and the
+        # interrupted trial's partial dev BLEU never reaches a sweeper as if the run had finished.
+        log.info("exiting with status %d after %s; last.pt holds the run", 128 + trainer.stopping_signal,
+                 trainer.stopping_signal.name)  # fmt: skip
+        raise SystemExit(128 + trainer.stopping_signal)
     return state.best_bleu
 
 

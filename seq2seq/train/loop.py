@@ -143,7 +143,7 @@ class Trainer:
                     self.stop_requested = stop
                     log.info("stopping at update %d: %s", step, stop)
                     break
-            if self.stop_requested and self.stop_requested.startswith("signal"):
+            if self.stopping_signal is not None:
                 self._save(numbered=False)
                 log.info(
                     "stopped by %s at update %d; saved last.pt; run the same command to resume",
@@ -352,6 +352,13 @@ class Trainer:
         )
 
     # ------------------------------------------------------------------ signals
+    @property
+    def stopping_signal(self) -> signal.Signals | None:
+        """SIGINT or SIGTERM when one stopped the run before its end, else None."""
+        if self.stop_requested and self.stop_requested.startswith("signal "):
+            return signal.Signals[self.stop_requested.removeprefix("signal ")]
+        return None
+
     def _install_signal_handlers(self) -> dict[int, Any]:
         previous: dict[int, Any] = {}
 

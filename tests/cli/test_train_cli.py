@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -93,6 +95,28 @@ def test_tiny_multirun_completes_and_reports(corpus: Path, tmp_path: Path) -> No
     assert report.returncode == 0, report.stderr
     assert "model/positional" in report.stdout and "rope" in report.stdout and "sinusoidal" in report.stdout
     assert (tmp_path / "sweep" / "report.png").stat().st_size > 1000
+
+
+def test_ctrl_c_in_a_sweep_saves_the_trial_and_stops_the_sweep(corpus: Path, tmp_path: Path) -> None:
+    """SIGINT ends the running job cleanly (last.pt saved) and the whole multirun with status 130,
+    instead of starting the next job; re-running the job's command resumes it."""
+    overrides = [
+        o for o in tiny_train_overrides(corpus, tmp_path / "unused") if not o.startswith("hydra.run")
+    ]
+    sweep = ["-m", "seed=1,2", f"hydra.sweep.dir={tmp_path}/sweep", "trainer.max_updates=100000"]
+    command = [sys.executable, "-m", "seq2seq.cli.train", *sweep, *overrides]
+    process = subprocess.Popen(command, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    log_file = tmp_path / "sweep" / "0" / "train.log"
+    deadline = time.monotonic() + 120
+    while not (log_file.is_file() and "update 3 |" in log_file.read_text()):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[1][-3000:]
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGINT, stderr[-3000:]
+    assert (tmp_path / "sweep" / "0" / "last.pt").is_file()
+    assert not (tmp_path / "sweep" / "1").exists()  # the sweep's second job never started
+    assert "stopped by signal SIGINT" in log_file.read_text()
 
 
 def test_torchrun_two_processes_on_cpu(corpus: Path, tmp_path: Path) -> None:
