@@ -127,6 +127,27 @@ def test_recipe_search_space_holds_only_valid_models() -> None:
             assert d_model % n_heads == 0 and hidden.shape == (1, 2, d_model)
 
 
+def test_recipe_tune_searches_the_optimisation_around_the_default_in_a_study_of_its_own() -> None:
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason=PLUGINS)
+    from hydra_plugins.hydra_optuna_sweeper._impl import create_params_from_overrides
+
+    cfg = composed("+sweep=recipe_tune")
+    search = composed("+sweep=recipe_search")
+    assert cfg.hydra.sweeper.study_name != search.hydra.sweeper.study_name
+    assert cfg.hydra.sweeper.storage != search.hydra.sweeper.storage
+    params = OmegaConf.to_container(cfg.hydra.sweeper.params)
+    space, fixed = create_params_from_overrides([f"{key}={value}" for key, value in params.items()])
+    assert not fixed and set(space) == {"schedule.scale", "schedule.warmup", "model.dropout", "loss.epsilon",
+                                        "trainer.max_tokens"}  # fmt: skip
+    default = composed("model=small", hydra=False)
+    for key, distribution in space.items():
+        value = OmegaConf.select(default, key)
+        if hasattr(distribution, "choices"):
+            assert value in distribution.choices, key
+        else:
+            assert distribution.low <= value <= distribution.high, key
+
+
 def test_sqlite_url_is_absolute_and_its_directory_exists(tmp_path: Path) -> None:
     url = sqlite_url(str(tmp_path / "a" / "b" / "study.db"))
     assert url == f"sqlite:///{tmp_path}/a/b/study.db" and (tmp_path / "a" / "b").is_dir()
