@@ -34,6 +34,19 @@ def toy_overrides(corpus: Path) -> list[str]:
     ]
 
 
+def toy_search(corpus: Path, trials: int) -> list[str]:
+    """A recipe search on the toy corpus: tiny model, 40 updates a trial (enough for dev BLEU to
+    differ); only the learning rate, dropout and label smoothing are searched."""
+    search = ["-m", "+sweep=recipe_search", f"hydra.sweeper.n_trials={trials}", "run_name=toy", *SHAPE]
+    run = [
+        "trainer.max_updates=40",
+        "trainer.validate_every=20",
+        "trainer.save_every=40",
+        "schedule.warmup=10",
+    ]
+    return [*search, *toy_overrides(corpus), *run]
+
+
 def report(sweep_dir: Path) -> subprocess.CompletedProcess:
     command = [sys.executable, "scripts/sweep_report.py", str(sweep_dir)]
     return subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=300, check=False)
@@ -41,18 +54,10 @@ def report(sweep_dir: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def optuna_search(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two invocations of a 2-trial recipe search on the toy corpus (tiny model, 40 updates a trial:
-    enough for dev BLEU to differ); only the learning rate, dropout and label smoothing are searched."""
+    """Two invocations of a 2-trial toy recipe search in one directory."""
     cwd = tmp_path_factory.mktemp("search")
-    search = ["-m", "+sweep=recipe_search", "hydra.sweeper.n_trials=2", "run_name=toy", *SHAPE]
-    run = [
-        "trainer.max_updates=40",
-        "trainer.validate_every=20",
-        "trainer.save_every=40",
-        "schedule.warmup=10",
-    ]
     for _ in range(2):
-        result = run_module("seq2seq.cli.train", *search, *toy_overrides(corpus), *run, cwd=cwd)
+        result = run_module("seq2seq.cli.train", *toy_search(corpus, trials=2), cwd=cwd)
         assert result.returncode == 0, result.stderr[-3000:]
     return cwd / "multirun" / "toy" / "recipe_search"
 
@@ -105,6 +110,59 @@ def test_the_report_of_an_optuna_sweep_without_its_study(optuna_search: Path, tm
     objective = header.index("objective (dev BLEU)")
     assert len(rows) == 2 and float(rows[0][objective]) >= float(rows[1][objective])
     assert {"schedule.scale", "model.dropout", "loss.epsilon"} <= set(header)  # what the search varied
+
+
+def enqueue(study_dir: Path, *settings: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "scripts/sweep_enqueue.py", str(study_dir), *settings]
+    return subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_queued_trial_is_the_next_one_the_search_runs(
+    optuna_search: Path, corpus: Path, tmp_path: Path
+) -> None:
+    study_dir = tmp_path / "multirun" / "toy" / "recipe_search"
+    study_dir.mkdir(parents=True)
+    shutil.copy(optuna_search / "study.db", study_dir)  # a study with 4 trials, as a user would have
+    queued = {"schedule.scale": 0.7, "model.dropout": 0.05, "loss.epsilon": 0.02}
+    result = enqueue(study_dir, *(f"{key}={value}" for key, value in queued.items()))
+    assert result.returncode == 0, result.stderr
+    result = run_module("seq2seq.cli.train", *toy_search(corpus, trials=1), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{study_dir / 'study.db'}")
+    assert [t.number for t in study.trials] == [0, 1, 2, 3, 4]
+    assert study.trials[4].state.name == "COMPLETE" and study.trials[4].params == queued
+    (run,) = (p for p in study_dir.iterdir() if p.is_dir())
+    overrides = json.loads((run / "0" / "summary.json").read_text())["overrides"]
+    assert {f"{key}={value}" for key, value in queued.items()} <= set(overrides)  # what it trained with
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (["schedule.scale=9", "model.dropout=0.1", "loss.epsilon=0.1"], "schedule.scale=9.0 is outside"),
+        (["schedule.scale=1", "model.dropout=0.1"], "missing: ['loss.epsilon']"),
+        (["schedule.scale=1", "model.dropout=0.1", "loss.epsilon=0.1", "seed=3"], "not searched: ['seed']"),
+        (["schedule.scale"], "'schedule.scale' is not KEY=VALUE"),
+    ],
+)
+def test_a_trial_the_study_cannot_run_is_refused(
+    optuna_search: Path, settings: list[str], message: str
+) -> None:
+    result = enqueue(optuna_search, *settings)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert result.stderr.count("\n") == 1  # one line, no traceback
+    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{optuna_search / 'study.db'}")
+    assert all(t.state.name == "COMPLETE" for t in study.trials)  # nothing was queued
+
+
+def test_queueing_without_a_study_says_how_to_start_one(tmp_path: Path) -> None:
+    result = enqueue(tmp_path, "schedule.scale=1")
+    assert result.returncode == 2
+    assert (
+        result.stderr == f"error: no study at {tmp_path / 'study.db'}: run the recipe once first "
+        "(seq2seq-train -m +sweep=...), then queue trials in the directory that holds its study.db\n"
+    )
 
 
 def test_joblib_runs_trials_in_processes_that_share_the_cores(corpus: Path, tmp_path: Path) -> None:
