@@ -5,8 +5,7 @@
 #
 #   bash scripts/quickstart.sh                 # 30-minute training budget
 #   MINUTES=10 bash scripts/quickstart.sh      # shorter
-#   EXPERIMENT=quickstart_30min_v1 bash scripts/quickstart.sh # another recipe from configs/experiment/
-#   EXPERIMENT= bash scripts/quickstart.sh     # seq2seq-train's defaults
+#   EXPERIMENT=tune_30min_best bash scripts/quickstart.sh     # another recipe from configs/experiment/
 #   EXTRA="model=tiny trainer.max_updates=20" MINUTES=2 bash scripts/quickstart.sh   # smoke run
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +15,7 @@ VENV=${VENV:-.venv}
 DATA_DIR=${DATA_DIR:-data/bible_en_es}
 RUN_NAME=${RUN_NAME:-quickstart}
 RUN_DIR=runs/$RUN_NAME
-EXPERIMENT=${EXPERIMENT-quickstart_30min}  # a recipe in configs/experiment/; empty: seq2seq-train's defaults
+EXPERIMENT=${EXPERIMENT:-}  # a recipe in configs/experiment/; empty: seq2seq-train's defaults
 EXTRA=${EXTRA:-}
 BEAM=${BEAM:-5}
 
