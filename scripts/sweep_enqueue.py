@@ -19,8 +19,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from sweep_report import ReportError, find_storage, open_study  # this script's directory
 
-class EnqueueError(Exception):
+
+class EnqueueError(ReportError):
     """A problem with the study or the settings, printed as one line."""
 
 
@@ -45,13 +47,13 @@ def parse_settings(items: list[str]) -> dict[str, Any]:
 
 
 def storage_url(study_dir: Path) -> str:
-    database = study_dir / "study.db" if study_dir.is_dir() else study_dir
-    if not database.is_file():
+    storage = find_storage(study_dir.parent if study_dir.name == "study.db" else study_dir)
+    if storage is None:
         raise EnqueueError(
-            f"no study at {database}: run the recipe once first (seq2seq-train -m +sweep=...), "
+            f"no study at {study_dir / 'study.db'}: run the recipe once first (seq2seq-train -m +sweep=...), "
             "then queue trials in the directory that holds its study.db"
         )
-    return f"sqlite:///{database.resolve()}"
+    return storage
 
 
 def searched_space(study: Any) -> dict[str, Any]:
@@ -95,23 +97,12 @@ def check_settings(settings: dict[str, Any], space: dict[str, Any]) -> dict[str,
 
 
 def enqueue(study_dir: Path, items: list[str], study_name: str | None) -> tuple[str, dict[str, Any]]:
-    try:
-        import optuna
-    except ImportError:
-        raise EnqueueError("queueing a trial needs the sweep extra: pip install -e '.[sweep]'") from None
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = storage_url(study_dir)
-    names = [summary.study_name for summary in optuna.get_all_study_summaries(storage)]
-    if study_name is None and len(names) == 1:
-        study_name = names[0]
-    if study_name not in names:
-        raise EnqueueError(f"{storage} holds the studies {names}; choose one with --study NAME")
-    study = optuna.load_study(study_name=study_name, storage=storage)
+    study = open_study(storage_url(study_dir), study_name)
     settings = check_settings(parse_settings(items), searched_space(study))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.simplefilter("ignore")  # enqueue_trial is marked experimental in optuna 2
         study.enqueue_trial(settings)
-    return study_name, settings
+    return study.study_name, settings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         study_name, settings = enqueue(args.study_dir, args.settings, args.study)
-    except EnqueueError as error:
+    except ReportError as error:  # EnqueueError, or a problem opening the study
         print(f"error: {error}", file=sys.stderr)
         return 2
     shown = " ".join(f"{key}={value}" for key, value in sorted(settings.items()))

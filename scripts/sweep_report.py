@@ -140,7 +140,8 @@ def find_storage(sweep_dir: Path) -> str | None:
     return None
 
 
-def load_study(storage: str, study_name: str | None) -> Search:
+def open_study(storage: str, study_name: str | None) -> Any:
+    """The optuna.Study in `storage`: the one named, or the only one there."""
     try:
         import optuna
     except ImportError:
@@ -153,7 +154,11 @@ def load_study(storage: str, study_name: str | None) -> Search:
         study_name = names[0]
     if study_name not in names:
         raise ReportError(f"{storage} holds the studies {names}; choose one with --study NAME")
-    study = optuna.load_study(study_name=study_name, storage=storage)
+    return optuna.load_study(study_name=study_name, storage=storage)
+
+
+def load_study(storage: str, study_name: str | None) -> Search:
+    study = open_study(storage, study_name)
     trials = [
         Trial(t.number, t.state.name, t.value, dict(t.params), {k: str(v) for k, v in t.user_attrs.items()})
         for t in study.trials
