@@ -45,11 +45,13 @@ stage "3/6 Corpus in $DATA_DIR"
 
 stage "4/6 Training ($MINUTES minutes) in $RUN_DIR"
 # shellcheck disable=SC2086  # EXTRA holds several overrides
-# A numbered checkpoint every 150 updates: the last ones can be averaged (seq2seq-average --last 5).
+# A numbered checkpoint every 150 updates; at the end the last 5 are averaged into averaged.pt,
+# which is what gets translated (runs too short for two checkpoints fall back to best.pt).
 "$BIN/seq2seq-train" data.dir="$DATA_DIR" run_name="$RUN_NAME" trainer.max_minutes="$MINUTES" \
-  trainer.save_every=150 ${EXPERIMENT:+experiment="$EXPERIMENT"} $EXTRA
+  trainer.save_every=150 trainer.average_last=5 ${EXPERIMENT:+experiment="$EXPERIMENT"} $EXTRA
 
-CHECKPOINT=$RUN_DIR/best.pt
+CHECKPOINT=$RUN_DIR/averaged.pt
+[ -f "$CHECKPOINT" ] && [ "$CHECKPOINT" -nt "$RUN_DIR/last.pt" ] || CHECKPOINT=$RUN_DIR/best.pt
 [ -f "$CHECKPOINT" ] || CHECKPOINT=$RUN_DIR/last.pt
 HYP=$RUN_DIR/test.beam$BEAM.es
 stage "5/6 Translating $DATA_DIR/test.en with beam $BEAM"
@@ -73,6 +75,12 @@ rows = [
     ("test chrF (beam)", f"{chrf:.1f}"),
     ("Apertium en->es, same test split", "12.1 BLEU / 39.1 chrF"),
     ("best dev BLEU (greedy)", "n/a" if summary["best_dev_bleu"] is None else f"{summary['best_dev_bleu']:.1f}"),
+]
+averaged = summary.get("averaged") or {}
+if "bleu" in averaged:
+    steps = averaged["steps"]
+    rows.append((f"dev BLEU, last {len(steps)} averaged", f"{averaged['bleu']:.1f} (greedy, whole dev set; updates {steps[0]}-{steps[-1]})"))
+rows += [
     ("recipe", f"experiment={experiment}" if experiment else "seq2seq-train's defaults"),
     ("training", f"{summary['minutes']:.1f} min, {summary['updates']} updates, {summary['tokens_per_second']:,.0f} tokens/s"),
     ("checkpoint", checkpoint),

@@ -56,6 +56,7 @@ class TrainerSchema:
     early_stop_patience: int | None = MISSING
     save_every: int | None = MISSING
     keep_last: int = MISSING
+    average_last: int | None = MISSING
     log_every: int = MISSING
     resume: str = MISSING
     max_consecutive_nonfinite: int = MISSING

@@ -32,6 +32,7 @@ from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.model import check_embedding_sharing, count_parameters
 from seq2seq.train import distributed
+from seq2seq.train.averaging import average_and_validate
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.precision import resolve_precision
 from seq2seq.train.reporting import Reporter
@@ -107,8 +108,10 @@ def resume_path(setting: str, run_dir: Path) -> Path | None:
 
 @exit_on_user_error
 def train(cfg: DictConfig) -> float | None:
-    """One training run; returns the best dev BLEU (what a sweeper optimises)."""
+    """One training run; returns what a sweeper optimises: the averaged checkpoint's dev BLEU with
+    trainer.average_last, else the best dev BLEU of the run's validations."""
     check_targets(cfg)
+    check_averaging(cfg.trainer)
     check_embedding_sharing(bool(cfg.model.share_embeddings), joint_vocabulary=bool(cfg.data.tokenizer.joint))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = pick_device(
@@ -129,8 +132,12 @@ def train(cfg: DictConfig) -> float | None:
     log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
              run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()
+    averaged = None
     if distributed.is_main():
-        write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter)
+        if cfg.trainer.average_last and trainer.stopping_signal is None and trainer.validate_fn is not None:
+            last = int(cfg.trainer.average_last)
+            averaged = average_and_validate(run_dir, model, trainer.validate_fn, last=last)
+        write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, averaged)
     distributed.shutdown()
     if trainer.stopping_signal is not None:
         # Exit as the signal would have: a sweep stops here instead of launching its next trial, and the
@@ -138,7 +145,28 @@ def train(cfg: DictConfig) -> float | None:
         log.info("exiting with status %d after %s; last.pt holds the run", 128 + trainer.stopping_signal,
                  trainer.stopping_signal.name)  # fmt: skip
         raise SystemExit(128 + trainer.stopping_signal)
+    if averaged is not None and "bleu" in averaged:
+        return averaged["bleu"]
     return state.best_bleu
+
+
+def check_averaging(trainer: DictConfig) -> None:
+    """trainer.average_last needs numbered checkpoints, and at least as many kept as it averages."""
+    last = trainer.average_last
+    if last is None:
+        return
+    if last < 2:
+        raise UserError(f"trainer.average_last={last} must be at least 2 (or null: no averaging)")
+    if not trainer.save_every:
+        raise UserError(
+            f"trainer.average_last={last} averages numbered checkpoints but trainer.save_every is null; "
+            "set trainer.save_every (e.g. 150)"
+        )
+    if trainer.keep_last < last:
+        raise UserError(
+            f"trainer.average_last={last} but trainer.keep_last={trainer.keep_last} keeps fewer "
+            f"checkpoints; set trainer.keep_last={last} or more"
+        )
 
 
 def build_run_model(cfg: DictConfig, data: RunData, device: torch.device) -> nn.Module:
@@ -212,7 +240,14 @@ def build_validator(
     )
 
 
-def write_summary(run_dir: Path, cfg: DictConfig, state: Any, n_params: int, reporter: Reporter) -> None:
+def write_summary(
+    run_dir: Path,
+    cfg: DictConfig,
+    state: Any,
+    n_params: int,
+    reporter: Reporter,
+    averaged: dict[str, Any] | None = None,
+) -> None:
     """summary.json: what a sweep report and the quickstart read back."""
     overrides = list(HydraConfig.get().overrides.task)
     summary = {
@@ -227,6 +262,7 @@ def write_summary(run_dir: Path, cfg: DictConfig, state: Any, n_params: int, rep
         "nonfinite_skipped": state.nonfinite_skipped,
         "history": state.history,
         "checkpoint": str(run_dir / "best.pt"),
+        "averaged": averaged,  # trainer.average_last: the steps averaged and their dev scores, else null
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info(

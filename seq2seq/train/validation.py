@@ -82,16 +82,17 @@ class Validator:
         mean_nll = nll / max(tokens, 1)
         return {"loss": loss / max(tokens, 1), "nll": mean_nll, "ppl": math.exp(min(mean_nll, 100.0))}
 
-    def __call__(self, model: nn.Module, step: int) -> dict[str, Any]:
+    def __call__(self, model: nn.Module, step: int, *, all_sentences: bool = False) -> dict[str, Any]:
+        """Dev loss, and BLEU/chrF on `max_sentences` dev sentences (on every one with `all_sentences`)."""
         start = time.perf_counter()
         metrics: dict[str, Any] = self.dev_loss(model)
         if self.compute_bleu:
-            metrics.update(self.dev_bleu(model))
+            metrics.update(self.dev_bleu(model, all_sentences=all_sentences))
         metrics["seconds"] = time.perf_counter() - start
         return metrics
 
-    def dev_bleu(self, model: nn.Module) -> dict[str, Any]:
-        chosen = evenly_spaced(len(self.src_texts), self.max_sentences)
+    def dev_bleu(self, model: nn.Module, *, all_sentences: bool = False) -> dict[str, Any]:
+        chosen = evenly_spaced(len(self.src_texts), None if all_sentences else self.max_sentences)
         sources = [self.dev[i][0].tolist() for i in chosen]  # token ids ending in eos
         tokenizer = self.tgt_tokenizer
         results = search_ids(

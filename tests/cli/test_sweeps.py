@@ -112,6 +112,22 @@ def test_the_report_of_an_optuna_sweep_without_its_study(optuna_search: Path, tm
     assert {"schedule.scale", "model.dropout", "loss.epsilon"} <= set(header)  # what the search varied
 
 
+def test_with_averaging_a_trial_is_scored_by_its_averaged_checkpoint(corpus: Path, tmp_path: Path) -> None:
+    # 40 updates validated at 20 and 40: two numbered checkpoints to average
+    result = run_module(
+        "seq2seq.cli.train", *toy_search(corpus, trials=1), "trainer.average_last=2", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    study_dir = tmp_path / "multirun" / "toy" / "recipe_search"
+    (trial,) = optuna.load_study(
+        study_name="recipe_search", storage=f"sqlite:///{study_dir / 'study.db'}"
+    ).trials
+    (run,) = (p for p in study_dir.iterdir() if p.is_dir())
+    summary = json.loads((run / "0" / "summary.json").read_text())
+    assert summary["averaged"]["steps"] == [20, 40] and (run / "0" / "averaged.pt").is_file()
+    assert trial.value == summary["averaged"]["bleu"]
+
+
 def enqueue(study_dir: Path, *settings: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "scripts/sweep_enqueue.py", str(study_dir), *settings]
     return subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=120, check=False)
