@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +33,11 @@ def config_dir() -> str:
 
 
 def exit_on_user_error(fn: F) -> F:
-    """Print a UserError as one line on stderr and exit 2 instead of showing a traceback."""
+    """Print a UserError as one line on stderr and exit 2 instead of showing a traceback.
+
+    A reader that stops early (`seq2seq-translate ... | head -1`) closes the pipe: exit 1 quietly, as
+    other Unix tools do, rather than with a BrokenPipeError traceback.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -41,6 +46,11 @@ def exit_on_user_error(fn: F) -> F:
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(2)
+        except BrokenPipeError:
+            os.dup2(
+                os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+            )  # the exit flush must not fail again
+            sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
 

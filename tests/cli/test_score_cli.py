@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,15 @@ def test_help_mentions_stdin_and_metrics(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "- for stdin" in out and "chrf++" in out and "--json" in out
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_it_quietly(tmp_path):
+    hyp, ref = _write(tmp_path / "hyp.txt", HYPS), _write(tmp_path / "ref.txt", REFS)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `| head -c0`: every write to stdout fails with EPIPE
+    try:
+        result = subprocess.run([*_command(), str(hyp), str(ref), "--json"], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, timeout=120, check=False)  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1 and result.stderr == ""
