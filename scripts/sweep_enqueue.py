@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Queue a hand-picked trial in an Optuna study written by a configs/sweep/ recipe.
 
-    python scripts/sweep_enqueue.py multirun/bible.en-es/recipe_tune \\
+    python scripts/sweep_enqueue.py multirun/bible.en-es/recipe_tune_avg5 \\
         schedule.scale=1.3 schedule.warmup=600 model.dropout=0.1 loss.epsilon=0.1 trainer.max_tokens=4096
     seq2seq-train -m +sweep=recipe_tune hydra.sweeper.n_trials=1 trainer.max_minutes=30   # runs it
 

@@ -135,6 +135,9 @@ def test_recipe_tune_searches_the_optimisation_around_the_default_in_a_study_of_
     search = composed("+sweep=recipe_search")
     assert cfg.hydra.sweeper.study_name != search.hydra.sweeper.study_name
     assert cfg.hydra.sweeper.storage != search.hydra.sweeper.storage
+    assert cfg.hydra.sweep.dir.startswith(f"multirun/bible.en-es/{cfg.hydra.sweeper.study_name}/")
+    # a trial's value is its averaged checkpoint's: 5 checkpoints, 150 updates apart, all kept
+    assert (cfg.trainer.average_last, cfg.trainer.save_every, cfg.trainer.keep_last) == (5, 150, 5)
     params = OmegaConf.to_container(cfg.hydra.sweeper.params)
     space, fixed = create_params_from_overrides([f"{key}={value}" for key, value in params.items()])
     assert not fixed and set(space) == {"schedule.scale", "schedule.warmup", "model.dropout", "loss.epsilon",
