@@ -64,9 +64,9 @@ fi
 
 stage "6/6 Scoring"
 "$BIN/seq2seq-score" "$HYP" "$DATA_DIR/test.es" --json > "$RUN_DIR/test_scores.json"
-"$BIN/python" - "$RUN_DIR" "$CHECKPOINT" "$DATA_DIR" "$BIN" "$EXPERIMENT" <<'PY'
+"$BIN/python" - "$RUN_DIR" "$CHECKPOINT" "$DATA_DIR" "$BIN" "$EXPERIMENT" "$EXTRA" <<'PY'
 import json, os, sys
-run_dir, checkpoint, data_dir, bin_dir, experiment = sys.argv[1:6]
+run_dir, checkpoint, data_dir, bin_dir, experiment, extra = sys.argv[1:7]
 scores = json.load(open(f"{run_dir}/test_scores.json"))
 summary = json.load(open(f"{run_dir}/summary.json"))
 bleu, chrf = scores["bleu"]["score"], scores["chrf"]["score"]
@@ -81,7 +81,7 @@ if "bleu" in averaged:
     steps = averaged["steps"]
     rows.append((f"dev BLEU, last {len(steps)} averaged", f"{averaged['bleu']:.1f} (greedy, whole dev set; updates {steps[0]}-{steps[-1]})"))
 rows += [
-    ("recipe", f"experiment={experiment}" if experiment else "seq2seq-train's defaults"),
+    ("recipe", (f"experiment={experiment}" if experiment else "seq2seq-train's defaults") + (f" + {extra}" if extra else "")),
     ("training", f"{summary['minutes']:.1f} min, {summary['updates']} updates, {summary['tokens_per_second']:,.0f} tokens/s"),
     ("checkpoint", checkpoint),
     ("TensorBoard", f"tensorboard --logdir {run_dir}/tensorboard"),
