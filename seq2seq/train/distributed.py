@@ -70,6 +70,19 @@ def all_reduce_sum(value: float, device: torch.device) -> float:
     return float(tensor.item())
 
 
+def agree(flags: list[int], device: torch.device) -> list[int]:
+    """Element-wise maximum over all ranks of small non-negative integers (one all-reduce).
+
+    Any rank's request (a signal it received, its clock running out, a validation it thinks is due)
+    then holds for every rank, so all of them take the same branch and meet in the same collectives.
+    """
+    if not dist.is_initialized():
+        return list(flags)
+    tensor = torch.tensor(flags, dtype=torch.int64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return [int(value) for value in tensor.tolist()]
+
+
 def gather_objects(value: object) -> list[object] | None:
     """Every rank's `value`, in rank order, on rank 0 (None elsewhere); [value] for one process."""
     if not dist.is_initialized():
@@ -77,12 +90,3 @@ def gather_objects(value: object) -> list[object] | None:
     gathered: list[object] | None = [None] * world_size() if is_main() else None
     dist.gather_object(value, gathered, dst=0)
     return gathered
-
-
-def broadcast_object(value: object) -> object:
-    """Rank 0's value on every rank (e.g. a decision made by the main process)."""
-    if not dist.is_initialized():
-        return value
-    holder = [value]
-    dist.broadcast_object_list(holder, src=0)
-    return holder[0]

@@ -2,7 +2,8 @@
 
 No Hydra here: the CLI builds every part and hands it over. The loop owns the order of things:
 one update = `update_freq` token-budget batches whose summed loss is divided by the number of
-target tokens in all of them (on all ranks), then clip, skip if non-finite, step, schedule.
+target tokens in all of them (on all ranks), then clip, skip if non-finite, step, schedule. After
+each update the ranks agree, in one all-reduce, whether to validate and whether to stop.
 """
 
 from __future__ import annotations
@@ -105,16 +106,18 @@ class Trainer:
         self.precision = resolve_precision(options.precision, device)
         self.state = TrainState()
         self.started_at = time.time()  # temporaries older than this are leftovers of an interrupted run
-        self.stop_requested: str | None = None
+        self.stop_requested: str | None = None  # why the run stopped, as every rank agreed
+        self._signal_received: int | None = None  # SIGINT/SIGTERM seen by this rank, not yet agreed on
         self._consecutive_nonfinite = 0
 
     # ------------------------------------------------------------------ public
     def fit(self) -> TrainState:
         """Train until max_updates / max_epochs / max_minutes / early stopping / a signal."""
         options = self.options
-        finished = self._should_stop()
+        _, finished = self._agreed_decision(validation_due=False)
         if finished:  # e.g. re-running a command whose run already completed
             log.info("nothing to do: the run already stopped at update %d (%s)", self.state.step, finished)
+            self.stop_requested = finished
             return self.state
         if distributed.is_main():
             remove_stale_temporaries(self.output_dir, older_than=self.started_at)
@@ -128,15 +131,12 @@ class Trainer:
                 self.state.elapsed_seconds = time.monotonic() - start
                 step = self.state.step
                 minutes_since = (time.monotonic() - last_validation_time) / 60
-                # Rank 0 decides for everyone, so ranks never disagree on a wall-clock rule.
-                validate, stop = distributed.broadcast_object(
-                    (self._validation_due(step, minutes_since), self._should_stop())
-                )
+                validate, stop = self._agreed_decision(self._validation_due(step, minutes_since))
                 if validate:
                     self._validate_and_save()
                     last_validation_time = time.monotonic()
                     # This validation may be the patience-th without a gain: stop now, not one later.
-                    stop = distributed.broadcast_object(stop or self._should_stop())
+                    stop = stop or self._agreed_decision(validation_due=False)[1]
                 elif options.save_every and step % options.save_every == 0:
                     self._save(numbered=True)
                 if stop:
@@ -168,8 +168,6 @@ class Trainer:
                 if len(group) == self.options.update_freq:
                     yield group
                     group = []
-                    if self.stop_requested:
-                        return
             self.state.epoch += 1
             self.batches.set_epoch(self.state.epoch)
         self.stop_requested = self.stop_requested or "max_epochs"
@@ -246,18 +244,34 @@ class Trainer:
         every, every_minutes = self.options.validate_every, self.options.validate_every_minutes
         return bool((every and step % every == 0) or (every_minutes and minutes_since >= every_minutes))
 
-    def _should_stop(self) -> str | None:
-        """The reason to stop after this update, or None."""
+    def _agreed_decision(self, validation_due: bool) -> tuple[bool, str | None]:
+        """(validate now?, the reason to stop after this update or None), the same on every rank.
+
+        Each rank has its own clock and receives its own signals, and only rank 0 validates (and so
+        counts validations without improvement); one all-reduce of every rank's requests makes a
+        request of any rank hold for all, so no rank leaves the loop while another waits for it.
+        """
         options, state = self.options, self.state
-        if state.step >= options.max_updates:
-            self.stop_requested = self.stop_requested or "max_updates"
-        if options.max_minutes is not None and state.elapsed_seconds >= 60 * options.max_minutes:
-            self.stop_requested = self.stop_requested or "max_minutes"
         patience = options.early_stop_patience
-        if patience is not None and state.validations_without_improvement >= patience:
+        time_up = options.max_minutes is not None and state.elapsed_seconds >= 60 * options.max_minutes
+        requests = [
+            int(validation_due),
+            int(self._signal_received or 0),
+            int(state.step >= options.max_updates),
+            int(time_up),
+            int(patience is not None and state.validations_without_improvement >= patience),
+        ]
+        due, signum, updates_done, minutes_done, impatient = distributed.agree(requests, self.device)
+        reason = None
+        if signum:  # first: the exit status must say the run was interrupted
+            reason = f"signal {signal.Signals(signum).name}"
+        elif updates_done:
+            reason = "max_updates"
+        elif minutes_done:
+            reason = "max_minutes"
+        elif impatient:
             reason = f"no dev BLEU (or, without BLEU, dev loss) improvement in {patience} validations"
-            self.stop_requested = self.stop_requested or reason
-        return self.stop_requested
+        return bool(due), reason
 
     def _validate_and_save(self) -> None:
         metrics: dict[str, Any] = {}
@@ -363,7 +377,7 @@ class Trainer:
         previous: dict[int, Any] = {}
 
         def request_stop(signum: int, _frame: Any) -> None:
-            self.stop_requested = f"signal {signal.Signals(signum).name}"
+            self._signal_received = signum  # acted on after this update, when the ranks agree
 
         for signum in (signal.SIGINT, signal.SIGTERM):
             try:

@@ -99,9 +99,10 @@ def _nccl_rank(rank: int, port: int) -> None:
                       MASTER_PORT=str(port))  # fmt: skip
     from seq2seq.cli.common import pick_device
 
-    distributed.initialize(pick_device("cuda", local_rank=distributed.local_rank()))
+    device = pick_device("cuda", local_rank=distributed.local_rank())
+    distributed.initialize(device)
     assert torch.cuda.current_device() == rank
-    assert distributed.broadcast_object(("hello", rank)) == ("hello", 0)
+    assert distributed.agree([rank, 1 - rank, 0], device) == [1, 1, 0]  # the stop decision's all-reduce
     distributed.barrier()
     dist.destroy_process_group()
 
