@@ -18,7 +18,6 @@ import logging
 import os
 import pickle
 import re
-import tempfile
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import torch
 
 from seq2seq.errors import UserError
+from seq2seq.files import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -118,17 +118,8 @@ def save_checkpoint(path: Path, payload: Payload) -> None:
     path = Path(path)
     _check_storable(payload, "payload")
     payload = {**payload, VERSION_KEY: FORMAT_VERSION}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with atomic_output(path) as handle:  # mode from the umask, like any other file the run writes
+        torch.save(payload, handle)
     _fsync_directory(path.parent)
     log.info("saved checkpoint %s", path)
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from seq2seq.decode.search import pad_batch
 from seq2seq.decode.text_input import read_text_lines
 from seq2seq.decode.translator import EncodedInput, Translator
 from seq2seq.errors import UserError
+from seq2seq.files import atomic_output
 
 log = logging.getLogger("seq2seq.translate")
 
@@ -82,12 +81,8 @@ def write_output(target: str, lines: list[str]) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+    with atomic_output(Path(target), "w", encoding="utf-8") as stream:  # mode from the umask
         stream.write(text)
-    os.replace(temp, path)
 
 
 @exit_on_user_error

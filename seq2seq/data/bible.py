@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from seq2seq.data.alignment import Segment, align, fit_length_model
 from seq2seq.data.corpus import normalize
 from seq2seq.data.sword import BOOKS, Verse, ensure_modules, export_module
 from seq2seq.errors import UserError
+from seq2seq.files import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +289,5 @@ def _write_corpus(
 
 
 def _write_lines(path: Path, lines: Sequence[str]) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+    with atomic_output(path, "w", encoding="utf-8", newline="\n") as handle:
         handle.writelines(line + "\n" for line in lines)
-    os.replace(temporary, path)

@@ -38,6 +38,7 @@ from seq2seq.data.corpus import (
 from seq2seq.data.dataset import ParallelDataset, token_dtype
 from seq2seq.data.token_arrays import CorruptArrays, EncodedWriter, open_encoded
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.files import is_abandoned, temporaries_of, temporary_path
 
 log = logging.getLogger(__name__)
 
@@ -252,12 +253,17 @@ def _open_cached(directory: Path) -> ParallelDataset | None:
 
 
 def _build_atomically(final: Path, build: Callable[[Path], CorpusStats]) -> None:
-    """Build into `.<name>.<pid>.tmp` beside `final`, then rename; stale temporaries of dead builds go."""
+    """Build into a temporary directory beside `final` (named by host and process), then rename.
+
+    Leftovers of builds that died are removed first, but only those this host can tell are dead (or
+    untouched for a day): a build on another host sharing the cache is left alone.
+    """
     final.parent.mkdir(parents=True, exist_ok=True)
-    for stale in final.parent.glob(f".{final.name}.*.tmp"):
-        if not _process_alive(stale.name.rsplit(".", 2)[-2]):
+    for stale in temporaries_of(final):
+        if is_abandoned(stale, final):
+            log.info("encoded corpus: removing %s, left by a build that did not finish", stale)
             shutil.rmtree(stale, ignore_errors=True)
-    temporary = final.parent / f".{final.name}.{os.getpid()}.tmp"
+    temporary = temporary_path(final)
     try:
         build(temporary)
         os.replace(temporary, final)
@@ -266,13 +272,3 @@ def _build_atomically(final: Path, build: Callable[[Path], CorpusStats]) -> None
             raise
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
-
-
-def _process_alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True

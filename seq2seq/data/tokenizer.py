@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import sentencepiece as spm
 
 from seq2seq.errors import UserError
+from seq2seq.files import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +104,10 @@ class Tokenizer:
         return self._sp.serialized_model_proto()
 
     def save(self, path: str | Path) -> None:
-        """Write the model file atomically (per-process temporary, then rename): no half-written models."""
-        file = Path(path)
-        file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(self.to_bytes())
-        temporary.replace(file)
+        """Write the model file atomically (a temporary of this host and process, then rename): no
+        half-written models, even when jobs on several hosts fill one cache."""
+        with atomic_output(Path(path)) as handle:
+            handle.write(self.to_bytes())
 
     # ------------------------------------------------------------------ ids
     @property

@@ -28,6 +28,7 @@ from seq2seq.decode.exported import (
 )
 from seq2seq.decode.loading import LoadedModel, load_for_inference
 from seq2seq.errors import UserError
+from seq2seq.files import temporary_path
 from seq2seq.nn.positional import sinusoid_table
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16")
@@ -64,7 +65,7 @@ def export_ctranslate2(
         )
     ctranslate2 = import_ctranslate2()
     spec = transformer_spec(loaded, ctranslate2)
-    temporary = output.parent / f".{output.name}.{os.getpid()}.tmp"
+    temporary = temporary_path(output)
     shutil.rmtree(temporary, ignore_errors=True)
     try:
         _SpecConverter(spec).convert(str(temporary), quantization=quantization, force=True)
