@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from seq2seq.data.corpus import CorpusStats, check_policy, decode_line, iter_raw_lines, normalize
 from seq2seq.errors import UserError
+from seq2seq.files import temporary_path
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def prepare_tsv(
 
 
 def _write_split(pairs: Iterator[tuple[str, str]], src_path: Path, tgt_path: Path) -> dict[str, int]:
-    temporaries = [path.with_name(f"{path.name}.{os.getpid()}.tmp") for path in (src_path, tgt_path)]
+    temporaries = [temporary_path(path) for path in (src_path, tgt_path)]
     stats = CorpusStats()
     try:
         with (
