@@ -4,7 +4,8 @@ Conventions for all searches:
   * A hypothesis' tokens exclude bos and eos; its `log_prob` sums the model's log-probabilities of
     every output token *including* the final eos; its length for the penalty is len(tokens) + 1.
   * Output length limits count tokens before eos: at most floor(max_len_a * src_len + max_len_b)
-    where src_len counts the non-pad source tokens (eos included); at least `min_len`.
+    where src_len counts the non-pad source tokens (eos included), and never more than the model's
+    positions hold (`max_positions - 1`: bos takes position 0); at least `min_len`.
   * pad and bos are never generated.
 """
 
@@ -115,7 +116,9 @@ def start_search(
     """What every search does first: check the arguments, build the rules for B * copies rows, encode
     the sources and make the decoder state, its caches sized for the longest output allowed."""
     check_search_arguments(model, src, options)
-    rules = build_rules(src, options, copies=copies, prefix=prefix, ids=ids)
+    rules = build_rules(
+        src, options, copies=copies, prefix=prefix, ids=ids, longest_allowed=longest_output_allowed(model)
+    )
     longest = int(rules.max_lens.max()) if rules.max_lens.numel() else 0
     state = model.init_state(model.encode(src), beam_size=copies, max_steps=cache_steps(longest))
     return rules, state
@@ -152,6 +155,13 @@ def cache_steps(longest_output: int) -> int:
     outputs never use; growing by doubling from 128 costs little.
     """
     return min(longest_output + 1, 128)
+
+
+def longest_output_allowed(model: nn.Module) -> int | None:
+    """Output tokens (before eos) the model's positions hold: max_positions - 1, as bos takes position 0;
+    None for a model that does not say (no limit is applied)."""
+    max_positions = getattr(model, "config", {}).get("max_positions")
+    return None if max_positions is None else int(max_positions) - 1
 
 
 def source_lengths(src: Tensor, pad_id: int) -> Tensor:
@@ -204,15 +214,28 @@ def check_search_arguments(model: nn.Module, src: Tensor, options: SearchOptions
 
 
 def build_rules(
-    src: Tensor, options: SearchOptions, *, copies: int, prefix: Prefix, ids: SpecialIds
+    src: Tensor,
+    options: SearchOptions,
+    *,
+    copies: int,
+    prefix: Prefix,
+    ids: SpecialIds,
+    longest_allowed: int | None = None,
 ) -> StepRules:
     """The length limits and constraints of `options` for B * copies rows (row b * copies + k belongs to
-    sentence b), built once per search."""
+    sentence b), built once per search; no limit exceeds `longest_allowed` (the model's positions)."""
     forced = prepare_prefix(prefix, src.shape[0], device=src.device, ids=ids)
     prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != ids.pad).sum(dim=1)
     limits = max_output_lengths(
         source_lengths(src, ids.pad), a=options.max_len_a, b=options.max_len_b
     )  # (B,)
+    if longest_allowed is not None:
+        limits = limits.clamp(max=longest_allowed)
+        if forced is not None and int(prefix_lengths.max()) > longest_allowed:
+            raise UserError(
+                f"a forced prefix of {int(prefix_lengths.max())} tokens does not fit the model's "
+                f"{longest_allowed + 1} positions (bos included); shorten the prefix"
+            )
     max_lens = torch.maximum(limits, prefix_lengths)  # a forced prefix always fits
     if copies > 1:
         max_lens = max_lens.repeat_interleave(copies)
@@ -236,6 +259,7 @@ __all__ = [
     "StepRules",
     "build_rules",
     "constrain_",
+    "longest_output_allowed",
     "next_token_scores",
     "prepare_prefix",
     "start_search",

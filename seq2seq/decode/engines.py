@@ -52,7 +52,8 @@ class CTranslate2Engine:
 
     Differences a user may see: CTranslate2 normalises beam scores by length ** length_penalty (ours
     uses the GNMT penalty), and its output limit is one number per call, so each token-budget batch
-    gets the largest limit floor(max_len_a * length + max_len_b) of its sentences.
+    gets the largest limit floor(max_len_a * length + max_len_b) of its sentences, capped at
+    max_positions - 1 like ours.
     """
 
     name = "ctranslate2"
@@ -82,6 +83,7 @@ class CTranslate2Engine:
         for batch in length_sorted_batches([len(sources[i]) for i in todo], max_tokens):
             indices = [todo[i] for i in batch]
             limit = max(math.floor(options.max_len_a * len(sources[i]) + options.max_len_b) for i in indices)
+            limit = min(limit, self.max_positions - 1)  # the exported position table has max_positions rows
             pieces = [_pieces(self.src_tokenizer, sources[i][:-1]) for i in indices]  # CTranslate2 adds eos
             prefix = None if prefixes is None else [_pieces(self.tgt_tokenizer, prefixes[i]) for i in indices]
             settings = _settings(options, max(limit, 0))
@@ -105,12 +107,13 @@ def _pieces(tokenizer: Tokenizer, ids: Sequence[int]) -> list[str]:
 
 
 def _settings(options: SearchOptions, limit: int) -> dict[str, Any]:
-    """translate_batch keywords for `options`; sampling draws `nbest` samples like ours."""
+    """translate_batch keywords for `options`; sampling draws `nbest` samples like ours, and the length
+    limit wins over min_len, as in ours."""
     settings: dict[str, Any] = {
         "beam_size": 1 if options.sampling else options.beam_size, "num_hypotheses": options.nbest,
         "length_penalty": options.length_penalty, "max_decoding_length": limit,
-        "min_decoding_length": options.min_len, "no_repeat_ngram_size": options.no_repeat_ngram_size,
-        "return_scores": True, "max_input_length": 0,
+        "min_decoding_length": min(options.min_len, limit),
+        "no_repeat_ngram_size": options.no_repeat_ngram_size, "return_scores": True, "max_input_length": 0,
     }  # fmt: skip
     if options.sampling:
         settings.update(

@@ -1,0 +1,95 @@
+"""The output length limit never exceeds what the model's positions hold (max_positions - 1 tokens before
+eos): a source near the input limit translates in every search and in the CTranslate2 export."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from decode_helpers import IDS, PAD
+
+from seq2seq.checkpoint import save_checkpoint
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.beam import beam_search
+from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.sampling import sampling_search
+from seq2seq.decode.translator import Translator
+from seq2seq.errors import UserError
+from seq2seq.model import build_model
+
+MAX_POSITIONS = 12
+NO_EOS = SearchOptions(min_len=20)  # over every capped limit: eos only where the length limit forces it
+
+
+def model_with(positional: str, vocab: int = 12):
+    torch.manual_seed(0)
+    return build_model(
+        src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=PAD, d_model=16, n_heads=2, ffn_dim=32,
+        encoder_layers=1, decoder_layers=1, dropout=0.0, positional=positional, max_positions=MAX_POSITIONS,
+    ).eval()  # fmt: skip
+
+
+def longest_sources() -> torch.Tensor:
+    """Two sources as long as the encoder's positions allow (eos included), one shorter."""
+    src = torch.randint(4, 12, (3, MAX_POSITIONS), generator=torch.Generator().manual_seed(1))
+    src[:, -1] = 3  # eos
+    src[2, 5:] = PAD
+    src[2, 4] = 3
+    return src
+
+
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal", "rope"])
+@pytest.mark.parametrize(
+    "search",
+    [
+        lambda m, s, o: greedy_search(m, s, o, **IDS),
+        lambda m, s, o: beam_search(m, s, o.replace(beam_size=3), **IDS),
+        lambda m, s, o: sampling_search(m, s, o.replace(sampling=True, nbest=2), **IDS),
+    ],
+    ids=["greedy", "beam", "sampling"],
+)
+def test_outputs_stop_at_the_models_positions(positional, search):
+    model = model_with(positional)
+    results = search(model, longest_sources(), NO_EOS)
+    best = [result[0] if isinstance(result, list) else result for result in results]  # greedy: one each
+    # 1.2 * 12 + 10 = 24 tokens asked for the long sources, 1.2 * 5 + 10 = 16 for the short one
+    assert [len(hypothesis.tokens) for hypothesis in best] == [MAX_POSITIONS - 1] * 3
+
+
+def test_a_prefix_longer_than_the_positions_is_a_one_line_error():
+    model = model_with("learned")
+    with pytest.raises(UserError, match="does not fit the model's 12 positions"):
+        greedy_search(model, longest_sources()[:1], NO_EOS, prefix=[5] * MAX_POSITIONS, **IDS)
+
+
+WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
+
+
+def test_exported_model_caps_its_limit_like_ours(tmp_path: Path):
+    pytest.importorskip("ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'")
+    from seq2seq.export.ctranslate2 import export_ctranslate2
+
+    rng = random.Random(0)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 10))) for _ in range(300)]
+    tokenizer = Tokenizer.train(texts, vocab_size=64, model_type="bpe")
+    torch.manual_seed(0)
+    model = build_model(
+        src_vocab_size=64, tgt_vocab_size=64, d_model=32, n_heads=4, ffn_dim=64, encoder_layers=1,
+        decoder_layers=1, dropout=0.0, max_positions=MAX_POSITIONS,
+    )  # fmt: skip
+    payload = {"model": model.state_dict(), "model_config": model.config, "step": 1,
+               "tokenizer": {"src": tokenizer.to_bytes(), "tgt": None}}  # fmt: skip
+    checkpoint = tmp_path / "model.pt"
+    save_checkpoint(checkpoint, payload)
+    long_text = " ".join(WORDS * 3)  # truncated to the input limit, max_positions - 1 tokens
+    ours = Translator.from_checkpoint(checkpoint, options=NO_EOS)
+    theirs = Translator.from_checkpoint(export_ctranslate2(checkpoint, tmp_path / "ct2"), options=NO_EOS)
+    source = ours.encode([long_text, "in the beginning"]).sources
+    assert len(source[0]) == MAX_POSITIONS
+    ours_tokens = [nbest[0].tokens for nbest in ours.search(source)]
+    theirs_tokens = [nbest[0].tokens for nbest in theirs.search(source)]
+    assert [len(tokens) for tokens in ours_tokens] == [MAX_POSITIONS - 1] * 2
+    assert theirs_tokens == ours_tokens
