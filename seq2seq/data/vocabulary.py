@@ -57,11 +57,11 @@ def tokenizers_for(
     options = asdict(settings)
     names = ["spm.model"] if options["joint"] else ["spm.src.model", "spm.tgt.model"]
     paths = [] if out is None else [out / name for name in names]
+    digests = [file_digest(train_src), file_digest(train_tgt)]
     if paths and all(p.is_file() for p in paths):
-        _check_record(out / TOKENIZER_RECORD, options)
+        _check_record(out / TOKENIZER_RECORD, options, [str(train_src), str(train_tgt)], digests)
         log.info("tokenizer: reusing %s", ", ".join(map(str, paths)))
         return _loaded(paths)
-    digests = [file_digest(train_src), file_digest(train_tgt)]
     key = cache_key(
         json.dumps(options, sort_keys=True),
         encoding_errors,
@@ -86,14 +86,29 @@ def tokenizers_for(
     return _loaded(paths)
 
 
-def _check_record(record: Path, options: dict) -> None:
-    """A run directory's tokenizer must have been trained with these settings (keys it predates aside)."""
-    saved = json.loads(record.read_text(encoding="utf-8")).get("options") if record.is_file() else None
+def _check_record(record: Path, options: dict, train: list[str], digests: list[str]) -> None:
+    """A run directory's tokenizer must have been trained with these settings (keys it predates aside)
+    on this training text: by content, so a moved corpus keeps it and another one is refused."""
+    trained_on = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}
+    saved = trained_on.get("options")
     if saved is not None and saved != {key: options[key] for key in saved if key in options}:
         raise UserError(
             f"{record.parent} holds a tokenizer trained with {saved}, not {options}; "
             "use a new run directory or the original tokenizer settings"
         )
+    old = trained_on.get("sha256")
+    same = sorted if options["joint"] else list  # a joint model is the same for either direction
+    if old is not None and same(old) != same(digests):
+        raise UserError(
+            f"{record.parent} holds a tokenizer trained on {_corpus(trained_on.get('train', []), old)}, "
+            f"not on {_corpus(train, digests)}; train on another corpus under a new run_name "
+            "(or hydra.run.dir)"
+        )
+
+
+def _corpus(files: Sequence[str], digests: Sequence[str]) -> str:
+    """'a.en + a.es (sha256 1234abcd5678…, …)': files and contents, which may differ at the same path."""
+    return f"{' + '.join(files)} (sha256 {', '.join(d[:12] + '…' for d in digests)})"
 
 
 def train_tokenizers(

@@ -109,6 +109,23 @@ def test_run_directory_with_other_tokenizer_settings_is_refused(corpus, tmp_path
         )
 
 
+@pytest.mark.parametrize("joint", [True, False])
+def test_run_directory_with_a_tokenizer_of_another_corpus_is_refused(corpus, tmp_path, joint):
+    """Same settings, other training text: the run directory's tokenizer is not reused for it."""
+    _prepare(corpus, tmp_path / "run", None, joint=joint)
+    saved = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    other = tmp_path / "other.x"
+    other.write_text(corpus["train.x"].read_text(encoding="utf-8").replace("el", "il"), encoding="utf-8")
+    with pytest.raises(UserError) as error:
+        _prepare({**corpus, "train.x": other}, tmp_path / "run", None, joint=joint)
+    message = str(error.value)
+    assert str(corpus["train.x"]) in message and str(other) in message and "\n" not in message
+    assert saved == {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+    moved = tmp_path / "moved.x"  # the same text elsewhere is the same corpus
+    moved.write_bytes(corpus["train.x"].read_bytes())
+    _prepare({**corpus, "train.x": moved}, tmp_path / "run", None, joint=joint)
+
+
 def test_separate_tokenizers(corpus, tmp_path):
     data = _prepare(corpus, tmp_path / "run", None, joint=False)
     assert not data.joint and data.src_tokenizer != data.tgt_tokenizer
