@@ -6,16 +6,21 @@
 #   bash scripts/quickstart.sh                 # 30-minute training budget
 #   MINUTES=10 bash scripts/quickstart.sh      # shorter
 #   EXPERIMENT=tune_30min_best bash scripts/quickstart.sh     # another recipe from configs/experiment/
-#   EXTRA="model=tiny trainer.max_updates=20" MINUTES=2 bash scripts/quickstart.sh   # smoke run
+#   EXTRA="model=tiny trainer.max_updates=20" MINUTES=2 RUN_NAME=smoke bash scripts/quickstart.sh
+#
+# The run directory is runs/quickstart, or runs/quickstart-<experiment> for an EXPERIMENT, so recipes
+# never share one. Re-running the same command resumes its run (MINUTES may grow); EXTRA settings that
+# change the model or the data need their own RUN_NAME: seq2seq-train refuses to resume a run under
+# other settings and names the keys that differ.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 MINUTES=${MINUTES:-30}
 VENV=${VENV:-.venv}
 DATA_DIR=${DATA_DIR:-data/bible_en_es}
-RUN_NAME=${RUN_NAME:-quickstart}
-RUN_DIR=runs/$RUN_NAME
 EXPERIMENT=${EXPERIMENT:-}  # a recipe in configs/experiment/; empty: seq2seq-train's defaults
+RUN_NAME=${RUN_NAME:-quickstart${EXPERIMENT:+-$EXPERIMENT}}
+RUN_DIR=runs/$RUN_NAME
 EXTRA=${EXTRA:-}
 BEAM=${BEAM:-5}
 

@@ -247,20 +247,33 @@ def _step_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(re.escape(before) + r"(\d+)" + re.escape(after))
 
 
-def rotate_checkpoints(directory: Path, pattern: str = "checkpoint_{step}.pt", *, keep: int) -> list[Path]:
+def rotate_checkpoints(
+    directory: Path, pattern: str = "checkpoint_{step}.pt", *, keep: int, newest_step: int | None = None
+) -> list[Path]:
     """Delete all but the ``keep`` highest-step files named like ``pattern``; return what was removed.
 
     Steps compare as numbers (``checkpoint_1000.pt`` is newer than ``checkpoint_999.pt``).
     ``last.pt`` and ``best.pt`` are never touched, nor is anything that does not match ``pattern``.
+    With ``newest_step`` (the step a run just saved), files numbered above it are another run's: they
+    are neither counted nor deleted, so they can never push out the checkpoints the run is writing.
     """
     if keep < 0:
         raise UserError(f"keep={keep} must be non-negative; use 0 to keep only last.pt and best.pt")
     regex = _step_regex(pattern)
-    numbered = []
+    numbered, foreign = [], []
     for candidate in Path(directory).iterdir():
         match = regex.fullmatch(candidate.name)
         if match and candidate.is_file() and candidate.name not in PROTECTED_NAMES:
-            numbered.append((int(match.group(1)), candidate))
+            step = int(match.group(1))
+            (foreign if newest_step is not None and step > newest_step else numbered).append(
+                (step, candidate)
+            )
+    if foreign:
+        log.warning(
+            "rotation leaves %s alone: numbered after update %d, the newest of this run",
+            ", ".join(path.name for _, path in sorted(foreign)),
+            newest_step,
+        )
     numbered.sort()
     doomed = [path for _, path in numbered[: max(0, len(numbered) - keep)]]
     for path in doomed:

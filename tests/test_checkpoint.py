@@ -213,6 +213,15 @@ def test_rotation_keeps_newest_numbered_and_never_last_or_best(tmp_path):
     assert not any(n.startswith("checkpoint_") and n[11:-3].isdigit() for n in os.listdir(tmp_path))
 
 
+def test_rotation_never_deletes_checkpoints_above_the_step_just_saved(tmp_path):
+    """Files numbered above the step a run just saved are not that run's: rotation leaves them alone."""
+    for step in (2, 4, 6, 9000):
+        (tmp_path / f"checkpoint_{step}.pt").write_bytes(b"x")
+    removed = rotate_checkpoints(tmp_path, "checkpoint_{step}.pt", keep=2, newest_step=6)
+    assert [p.name for p in removed] == ["checkpoint_2.pt"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint_4.pt", "checkpoint_6.pt", "checkpoint_9000.pt"]
+
+
 @pytest.mark.parametrize("pattern", ["checkpoint.pt", "{step}_{step}.pt", "sub/checkpoint_{step}.pt"])
 def test_rotation_rejects_bad_arguments(tmp_path, pattern):
     with pytest.raises(UserError, match="pattern"):

@@ -33,9 +33,11 @@ from seq2seq.errors import UserError
 from seq2seq.model import check_embedding_sharing, count_parameters
 from seq2seq.train import distributed
 from seq2seq.train.averaging import average_and_validate
+from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.precision import resolve_precision
 from seq2seq.train.reporting import Reporter
+from seq2seq.train.run_dir import check_resume, check_run_directory
 from seq2seq.train.schedules import ScheduledLR
 from seq2seq.train.validation import Validator
 
@@ -122,11 +124,16 @@ def train(cfg: DictConfig) -> float | None:
         torch.set_num_threads(int(cfg.trainer.num_threads))
     seed_everything(int(cfg.seed) + distributed.rank())
     options = trainer_options(cfg, device)
+    checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
+    check_run_directory(run_dir, checkpoint, str(cfg.trainer.resume))  # before anything is written there
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
+    fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
+    if checkpoint is not None:
+        check_resume(checkpoint, run_dir, fingerprint)
     model = build_run_model(cfg, data, device)
     loss_fn = build_loss(cfg.loss, data.corpus.pad_id)
-    trainer = build_trainer(cfg, data, model, loss_fn, run_dir=run_dir, device=device, options=options)
-    checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
+    trainer = build_trainer(cfg, data, model, loss_fn, run_dir=run_dir, device=device, options=options,
+                            fingerprint=fingerprint)  # fmt: skip
     if checkpoint is not None:
         trainer.resume_from(checkpoint)
     log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
@@ -148,6 +155,13 @@ def train(cfg: DictConfig) -> float | None:
     if averaged is not None and "bleu" in averaged:
         return averaged["bleu"]
     return state.best_bleu
+
+
+def corpus_files(data: DictConfig) -> dict[str, Path]:
+    """The training and dev files the run's fingerprint hashes, as seq2seq.cli.data_config reads them."""
+    return {
+        name: Path(hydra.utils.to_absolute_path(str(OmegaConf.select(data, name)))) for name in CORPUS_FILES
+    }
 
 
 def check_averaging(trainer: DictConfig) -> None:
@@ -190,8 +204,10 @@ def build_trainer(
     run_dir: Path,
     device: torch.device,
     options: TrainerOptions,
+    fingerprint: dict[str, Any],
 ) -> Trainer:
-    """Optimizer, schedule, validation, reporting and checkpoint contents around the model."""
+    """Optimizer, schedule, validation, reporting and checkpoint contents around the model; every
+    checkpoint carries the run's settings fingerprint (seq2seq.train.fingerprint) for resume checks."""
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
     seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
@@ -211,6 +227,7 @@ def build_trainer(
             "config": OmegaConf.to_container(cfg, resolve=True),
             "model_config": model.config,
             "tokenizer": data.corpus.tokenizer_payload,
+            "fingerprint": fingerprint,
         },
     )  # fmt: skip
 

@@ -132,7 +132,12 @@ def average_checkpoints(paths: Sequence[Path]) -> dict[str, Any]:
 def numbered_checkpoints(directory: Path) -> list[Path]:
     """The directory's checkpoint_{step}.pt files, oldest first (steps compared as numbers)."""
     found = [p for p in directory.glob("checkpoint_*.pt") if NUMBERED.fullmatch(p.name) and p.is_file()]
-    return sorted(found, key=lambda p: int(NUMBERED.fullmatch(p.name).group(1)))  # type: ignore[union-attr]
+    return sorted(found, key=checkpoint_step)
+
+
+def checkpoint_step(path: Path) -> int:
+    """The step in a checkpoint_{step}.pt name."""
+    return int(NUMBERED.fullmatch(path.name).group(1))  # type: ignore[union-attr]
 
 
 def average_and_validate(

@@ -1,0 +1,99 @@
+"""The settings fingerprint of a training run: what defines its model and data, stored in every checkpoint.
+
+Resuming with other defining settings would silently continue a different experiment (and its summary
+would pair the new command with the old scores), so a resume compares the checkpoint's fingerprint
+with the run's and stops naming the keys that differ.
+
+Defining (must match on resume): the model section (except `attention_backend` and
+`checkpoint_activations`, which compute the same numbers another way); the corpus by content (sha256 of
+the training and dev files, so a moved `data.dir` still resumes), its languages, encoding, filters and
+tokenizer; loss, optim, schedule, seed; and the trainer's batch recipe (max_tokens, update_freq,
+clip_norm). Everything else may change on resume: budgets (max_updates, max_epochs, max_minutes),
+validation and decoding for it, checkpointing (save_every, keep_last, average_last), logging, device,
+threads, precision, data.workers / cache_dir, run_name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from seq2seq.data.binarize import file_digest
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+SECTIONS = ("model", "loss", "optim", "schedule", "seed")
+DATA_KEYS = ("src_lang", "tgt_lang", "encoding_errors", "filter", "tokenizer")
+TRAINER_KEYS = ("max_tokens", "update_freq", "clip_norm")
+SAME_NUMBERS_MODEL_KEYS = ("attention_backend", "checkpoint_activations")
+CORPUS_FILES = ("train.src", "train.tgt", "dev.src", "dev.tgt")  # data.<split>.<side>, hashed
+SHOWN_DIFFERENCES = 6
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _flatten(node: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            _flatten(value, f"{prefix}.{key}" if prefix else str(key), out)
+    else:
+        out[prefix] = list(node) if isinstance(node, tuple) else node
+    return out
+
+
+def run_fingerprint(config: Mapping[str, Any], corpus_files: Mapping[str, Path]) -> dict[str, Any]:
+    """{"sha256": ..., "settings": {dotted key: value}} of a resolved run config and its corpus files.
+
+    `corpus_files` maps the names in CORPUS_FILES to the files' absolute paths.
+    """
+    model = {k: v for k, v in config["model"].items() if k not in SAME_NUMBERS_MODEL_KEYS}
+    chosen = {
+        **{section: config[section] for section in SECTIONS if section != "model"},
+        "model": model,
+        "data": {key: config["data"].get(key) for key in DATA_KEYS},
+        "trainer": {key: config["trainer"][key] for key in TRAINER_KEYS},
+    }
+    settings = _flatten(chosen, "", {})
+    for name in CORPUS_FILES:
+        settings[f"data.{name}.sha256"] = file_digest(corpus_files[name])
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+    return {"sha256": digest, "settings": settings}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return f"{value[:12]}…" if _HEX_DIGEST.fullmatch(value) else value
+    return json.dumps(value, default=str)
+
+
+def differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """'key: old → new' for every key both fingerprints hold with different values (keys added to the
+    config after a checkpoint was written are not differences)."""
+    old, new = saved.get("settings", {}), current["settings"]
+    changed = sorted(key for key in old.keys() & new.keys() if old[key] != new[key])
+    return [f"{key}: {_show(old[key])} → {_show(new[key])}" for key in changed]
+
+
+def check_same_run(checkpoint: Path, saved: Mapping[str, Any] | None, current: Mapping[str, Any]) -> None:
+    """Raise a one-line UserError when `checkpoint` was trained with other defining settings."""
+    if saved is None:
+        log.warning(
+            "%s has no settings fingerprint (written before they were recorded); resuming it without "
+            "comparing its model and data settings with this run's",
+            checkpoint,
+        )
+        return
+    changed = differences(saved, current)
+    if not changed:
+        return
+    shown = ", ".join(changed[:SHOWN_DIFFERENCES])
+    more = f" and {len(changed) - SHOWN_DIFFERENCES} more" if len(changed) > SHOWN_DIFFERENCES else ""
+    raise UserError(
+        f"{checkpoint} was trained with other model/data settings ({shown}{more}); resume it with its "
+        "own settings, or start this run under a new run_name (or hydra.run.dir)"
+    )

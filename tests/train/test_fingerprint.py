@@ -1,0 +1,87 @@
+"""The settings fingerprint that identifies a run: which keys may change on resume, which are named when
+they differ, and the corpus counted by content."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seq2seq.errors import UserError
+from seq2seq.train.fingerprint import CORPUS_FILES, check_same_run, differences, run_fingerprint
+
+CONFIG: dict[str, Any] = {
+    "model": {"_target_": "seq2seq.model.build_model", "d_model": 64, "attention_backend": "sdpa",
+              "checkpoint_activations": False},
+    "loss": {"epsilon": 0.1}, "optim": {"lr": 0.0, "betas": [0.9, 0.98]}, "schedule": {"warmup": 500},
+    "seed": 1, "decode": {"beam_size": 1}, "run_name": "a",
+    "data": {"dir": "corpus", "src_lang": "en", "tgt_lang": "es", "encoding_errors": "strict",
+             "filter": {"max_tokens_per_side": 256}, "tokenizer": {"vocab_size": 60}, "workers": None},
+    "trainer": {"max_tokens": 400, "update_freq": 1, "clip_norm": 1.0, "max_updates": 4, "max_minutes": None,
+                "validate_every": 2, "save_every": 2, "keep_last": 5, "device": "auto"},
+}  # fmt: skip
+
+
+def corpus(directory: Path, text: str = "the dog\n") -> dict[str, Path]:
+    directory.mkdir(exist_ok=True)
+    files = {name: directory / name for name in CORPUS_FILES}
+    for path in files.values():
+        path.write_text(text, encoding="utf-8")
+    return files
+
+
+def changed(key: str, value: Any) -> dict[str, Any]:
+    config = copy.deepcopy(CONFIG)
+    section, name = key.split(".")
+    config[section][name] = value
+    return config
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("trainer.max_updates", 8), ("trainer.max_minutes", 30.0), ("trainer.validate_every", 5),
+     ("trainer.save_every", 150), ("trainer.keep_last", 9), ("trainer.device", "cpu"),
+     ("model.attention_backend", "manual"), ("model.checkpoint_activations", True), ("data.dir", "elsewhere"),
+     ("data.workers", 4), ("decode.beam_size", 5)],
+)  # fmt: skip
+def test_settings_that_may_change_on_resume_keep_the_fingerprint(
+    tmp_path: Path, key: str, value: Any
+) -> None:
+    files = corpus(tmp_path / "corpus")
+    assert run_fingerprint(changed(key, value), files) == run_fingerprint(CONFIG, files)
+
+
+@pytest.mark.parametrize(
+    "key, value, shown",
+    [("model.d_model", 32, "model.d_model: 64 → 32"), ("schedule.warmup", 600, "schedule.warmup: 500 → 600"),
+     ("optim.betas", [0.9, 0.99], "optim.betas: [0.9, 0.98] → [0.9, 0.99]"),
+     ("data.tgt_lang", "de", "data.tgt_lang: es → de"),
+     ("trainer.max_tokens", 800, "trainer.max_tokens: 400 → 800"),
+     ("data.filter", {"max_tokens_per_side": 100}, "data.filter.max_tokens_per_side: 256 → 100")],
+)  # fmt: skip
+def test_settings_that_define_the_model_or_data_are_named_when_they_differ(
+    tmp_path: Path, key: str, value: Any, shown: str
+) -> None:
+    files = corpus(tmp_path / "corpus")
+    saved, current = run_fingerprint(CONFIG, files), run_fingerprint(changed(key, value), files)
+    assert saved["sha256"] != current["sha256"] and differences(saved, current) == [shown]
+    with pytest.raises(UserError, match="run_name") as error:
+        check_same_run(Path("last.pt"), saved, current)
+    assert shown in str(error.value)
+
+
+def test_the_corpus_counts_by_content_not_by_path(tmp_path: Path) -> None:
+    saved = run_fingerprint(CONFIG, corpus(tmp_path / "a"))
+    assert run_fingerprint(CONFIG, corpus(tmp_path / "b")) == saved  # the same text elsewhere
+    (line,) = differences(saved, run_fingerprint(CONFIG, corpus(tmp_path / "c", "the cat\n")))[:1]
+    assert line.startswith("data.dev.src.sha256: ") and "→" in line
+
+
+def test_keys_a_checkpoint_predates_are_not_differences(tmp_path: Path) -> None:
+    current = run_fingerprint(CONFIG, corpus(tmp_path / "corpus"))
+    older = {"settings": {k: v for k, v in current["settings"].items() if k != "model.d_model"}}
+    assert differences(older, current) == []
+    check_same_run(Path("last.pt"), older, current)
+    check_same_run(Path("last.pt"), None, current)  # no fingerprint at all: a warning, not an error
