@@ -50,13 +50,15 @@ stage "3/6 Corpus in $DATA_DIR"
 
 stage "4/6 Training ($MINUTES minutes) in $RUN_DIR"
 # shellcheck disable=SC2086  # EXTRA holds several overrides
-# A numbered checkpoint every 150 updates; at the end the last 5 are averaged into averaged.pt,
-# which is what gets translated (runs too short for two checkpoints fall back to best.pt).
+# A numbered checkpoint every 150 updates; at the end the last 5 are averaged into averaged.pt and
+# scored on the dev set. That checkpoint is what gets translated (a run too short for two numbered
+# checkpoints scores and translates last.pt); summary.json names it.
 "$BIN/seq2seq-train" data.dir="$DATA_DIR" run_name="$RUN_NAME" trainer.max_minutes="$MINUTES" \
   trainer.save_every=150 trainer.average_last=5 ${EXPERIMENT:+experiment="$EXPERIMENT"} $EXTRA
 
-CHECKPOINT=$RUN_DIR/averaged.pt
-[ -f "$CHECKPOINT" ] && [ "$CHECKPOINT" -nt "$RUN_DIR/last.pt" ] || CHECKPOINT=$RUN_DIR/best.pt
+SCORED=$("$BIN/python" -c 'import json, os, sys; record = json.load(open(sys.argv[1])).get("averaged") or {}
+print(os.path.basename(record.get("checkpoint", "")))' "$RUN_DIR/summary.json")
+CHECKPOINT=$RUN_DIR/${SCORED:-best.pt}
 [ -f "$CHECKPOINT" ] || CHECKPOINT=$RUN_DIR/last.pt
 HYP=$RUN_DIR/test.beam$BEAM.es
 stage "5/6 Translating $DATA_DIR/test.en with beam $BEAM"
@@ -81,10 +83,14 @@ rows = [
     ("Apertium en->es, same test split", "12.1 BLEU / 39.1 chrF"),
     ("best dev BLEU (greedy)", "n/a" if summary["best_dev_bleu"] is None else f"{summary['best_dev_bleu']:.1f}"),
 ]
-averaged = summary.get("averaged") or {}
-if "bleu" in averaged:
-    steps = averaged["steps"]
-    rows.append((f"dev BLEU, last {len(steps)} averaged", f"{averaged['bleu']:.1f} (greedy, whole dev set; updates {steps[0]}-{steps[-1]})"))
+scored = summary.get("averaged") or {}
+if "bleu" in scored:
+    steps, left_out = scored["steps"], scored.get("dev_pairs_left_out", 0)
+    pairs = f"{scored['dev_pairs']} of {scored['dev_pairs'] + left_out} dev pairs" if left_out else "whole dev set"
+    if scored.get("averaged", True):
+        rows.append((f"dev BLEU, last {len(steps)} averaged", f"{scored['bleu']:.1f} (greedy, {pairs}; updates {steps[0]}-{steps[-1]})"))
+    else:
+        rows.append(("dev BLEU, last checkpoint", f"{scored['bleu']:.1f} (greedy, {pairs}; update {steps[-1]}; too few to average)"))
 rows += [
     ("recipe", (f"experiment={experiment}" if experiment else "seq2seq-train's defaults") + (f" + {extra}" if extra else "")),
     ("training", f"{summary['minutes']:.1f} min, {summary['updates']} updates, {summary['tokens_per_second']:,.0f} tokens/s"),

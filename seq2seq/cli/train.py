@@ -110,8 +110,8 @@ def resume_path(setting: str, run_dir: Path) -> Path | None:
 
 @exit_on_user_error
 def train(cfg: DictConfig) -> float | None:
-    """One training run; returns what a sweeper optimises: the averaged checkpoint's dev BLEU with
-    trainer.average_last, else the best dev BLEU of the run's validations."""
+    """One training run; returns what a sweeper optimises: with trainer.average_last the whole-dev-set BLEU
+    of the averaged checkpoint (of last.pt when too few were written), else the best validation BLEU."""
     check_targets(cfg)
     check_averaging(cfg.trainer)
     check_embedding_sharing(bool(cfg.model.share_embeddings), joint_vocabulary=bool(cfg.data.tokenizer.joint))
@@ -142,8 +142,10 @@ def train(cfg: DictConfig) -> float | None:
     averaged = None
     if distributed.is_main():
         if cfg.trainer.average_last and trainer.stopping_signal is None and trainer.validate_fn is not None:
-            last = int(cfg.trainer.average_last)
-            averaged = average_and_validate(run_dir, model, trainer.validate_fn, last=last)
+            averaged = average_and_validate(
+                run_dir, model, trainer.validate_fn, last=int(cfg.trainer.average_last), step=state.step,
+                dev_pairs=(len(data.corpus.dev_src_texts), int(data.corpus.stats["dev"]["pairs"])),
+            )  # fmt: skip
         write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, averaged)
     distributed.shutdown()
     if trainer.stopping_signal is not None:
@@ -279,7 +281,9 @@ def write_summary(
         "nonfinite_skipped": state.nonfinite_skipped,
         "history": state.history,
         "checkpoint": str(run_dir / "best.pt"),
-        "averaged": averaged,  # trainer.average_last: the steps averaged and their dev scores, else null
+        # trainer.average_last: the run's objective, else null: averaged.pt's whole-dev-set scores, or
+        # last.pt's ("averaged": false) when fewer than 2 checkpoints were written; the steps, the pairs
+        "averaged": averaged,
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     log.info(

@@ -5,7 +5,8 @@ free. The result keeps everything else from the newest input (model_config, conf
 step...) except optimizer, scheduler and grad-scaler state: those describe the newest weights,
 not the average, and would only make the file larger. Weights shared inside a checkpoint (tied
 embeddings) stay shared in the result. Used by seq2seq-average and by seq2seq-train's
-`trainer.average_last`.
+`trainer.average_last`, whose run objective is the average's score on the whole dev set (or, with fewer
+than two checkpoints, the final weights' score on it: one metric either way).
 """
 
 from __future__ import annotations
@@ -141,40 +142,89 @@ def checkpoint_step(path: Path) -> int:
 
 
 def average_and_validate(
-    run_dir: Path, model: nn.Module, validate: Callable[..., dict[str, Any]], *, last: int
-) -> dict[str, Any] | None:
+    run_dir: Path,
+    model: nn.Module,
+    validate: Callable[..., dict[str, Any]],
+    *,
+    last: int,
+    step: int,
+    dev_pairs: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     """averaged.pt: the mean of the run's newest `last` numbered checkpoints, scored on the whole dev set.
 
-    Returns what it measured (the steps averaged, dev loss, BLEU, chrF), also stored in the file
-    under "averaged_dev"; None, with a warning, when fewer than two checkpoints exist. Runs after
-    training: the model's weights are replaced by the average.
+    `step` is the run's final update: numbered checkpoints above it are not this run's and are never
+    averaged. With fewer than two checkpoints the final weights (those of last.pt) are scored the same
+    way instead, so a run's objective is always one metric. Returns what was measured (the steps, the
+    checkpoint scored, dev loss, BLEU, chrF, the dev pairs decoded); `dev_pairs` is (decoded, in the dev
+    files). Runs after training: the model's weights are replaced by the average.
     """
-    paths = numbered_checkpoints(run_dir)[-last:]
+    paths = [p for p in numbered_checkpoints(run_dir) if checkpoint_step(p) <= step][-last:]
     if len(paths) < 2:
-        log.warning(
-            "trainer.average_last=%d: %d numbered checkpoint(s) in %s, nothing to average; "
-            "lower trainer.save_every so a run writes more",
-            last,
-            len(paths),
-            run_dir,
-        )
-        return None
+        return _score_last(run_dir, model, validate, last=last, step=step, found=len(paths),
+                           dev_pairs=dev_pairs)  # fmt: skip
     payload = average_checkpoints(paths)
     model.load_state_dict(payload["model"])
-    steps = [int(NUMBERED.fullmatch(p.name).group(1)) for p in paths]  # type: ignore[union-attr]
-    metrics = validate(model, steps[-1], all_sentences=True)
-    record: dict[str, Any] = {
-        "steps": steps,
-        "checkpoint": str(run_dir / "averaged.pt"),
-        **{k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))},
-    }
+    steps = [checkpoint_step(p) for p in paths]
+    record = _scored(model, validate, steps, run_dir / "averaged.pt", averaged=True, dev_pairs=dev_pairs)
     save_checkpoint(run_dir / "averaged.pt", {**payload, "averaged_dev": record})
-    bleu = "n/a" if "bleu" not in record else f"{record['bleu']:.2f}"
     log.info(
-        "averaged.pt: the mean of %d checkpoints (updates %s); on the whole dev set: loss %.2f, BLEU %s",
-        len(paths),
-        ", ".join(map(str, steps)),
-        record["loss"],
-        bleu,
-    )
+        "averaged.pt: the mean of %d checkpoints (updates %s); on %s: loss %.2f, BLEU %s",
+        len(paths), ", ".join(map(str, steps)), _dev_set(record), record["loss"], _bleu(record),
+    )  # fmt: skip
     return record
+
+
+def _score_last(
+    run_dir: Path,
+    model: nn.Module,
+    validate: Callable[..., dict[str, Any]],
+    *,
+    last: int,
+    step: int,
+    found: int,
+    dev_pairs: tuple[int, int] | None,
+) -> dict[str, Any]:
+    """The fallback objective: the final weights (last.pt's) on the same dev pairs, said in one line."""
+    record = _scored(model, validate, [step], run_dir / "last.pt", averaged=False, dev_pairs=dev_pairs)
+    log.warning(
+        "trainer.average_last=%d: %d numbered checkpoint(s) of this run in %s, too few to average; "
+        "the run's objective is last.pt (update %d) scored on %s instead: loss %.2f, BLEU %s "
+        "(lower trainer.save_every to average)",
+        last, found, run_dir, step, _dev_set(record), record["loss"], _bleu(record),
+    )  # fmt: skip
+    return record
+
+
+def _scored(
+    model: nn.Module,
+    validate: Callable[..., dict[str, Any]],
+    steps: list[int],
+    checkpoint: Path,
+    *,
+    averaged: bool,
+    dev_pairs: tuple[int, int] | None,
+) -> dict[str, Any]:
+    """What summary.json and averaged.pt record: which weights were scored, on what, and the scores."""
+    metrics = validate(model, steps[-1], all_sentences=True)
+    record: dict[str, Any] = {"steps": steps, "checkpoint": str(checkpoint), "averaged": averaged}
+    if dev_pairs is not None:
+        record.update(dev_pairs=dev_pairs[0], dev_pairs_left_out=dev_pairs[1] - dev_pairs[0])
+    record.update({k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
+    return record
+
+
+def _dev_set(record: dict[str, Any]) -> str:
+    """'all 20 dev pairs', or which ones the data filter left out: the claim the log makes must hold."""
+    if "dev_pairs" not in record:
+        return "the whole dev set"
+    kept, left_out = record["dev_pairs"], record["dev_pairs_left_out"]
+    if not left_out:
+        return f"all {kept} dev pairs"
+    return (
+        f"{kept} of {kept + left_out} dev pairs (the {left_out} with an empty side or a side longer "
+        "than data.filter.max_tokens_per_side are left out)"
+    )
+
+
+def _bleu(record: dict[str, Any]) -> str:
+    return "n/a" if "bleu" not in record else f"{record['bleu']:.2f}"

@@ -4,6 +4,7 @@ on the whole dev set, and that score becomes the run's objective; settings that 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -39,16 +40,59 @@ def test_a_run_ends_with_the_average_of_its_last_checkpoints(corpus: Path, tmp_p
     assert "averaged.pt: the mean of 2 checkpoints (updates 4, 6)" in result.stdout + result.stderr
 
 
-def test_too_few_checkpoints_to_average_is_a_warning_not_a_failure(corpus: Path, tmp_path: Path) -> None:
+def test_with_too_few_checkpoints_the_objective_is_the_last_checkpoint_on_the_whole_dev_set(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Fewer than 2 numbered checkpoints: the run's objective is still a whole-dev-set score (of last.pt),
+    not the best validation's BLEU on validate_max_sentences sentences; one log line says so. The dev
+    pair with an empty side, which the data filter drops, is the one the score leaves out, and says so."""
+    data = tmp_path / "corpus"
+    shutil.copytree(corpus, data, ignore=shutil.ignore_patterns("cache"))
+    for name, line in (("dev.en", "the king sees the dog\n"), ("dev.es", "\n")):
+        with open(data / name, "a", encoding="utf-8") as handle:
+            handle.write(line)
     run_dir = tmp_path / "run"  # 2 updates: one numbered checkpoint, written at the validation of update 2
-    overrides = [o for o in tiny_train_overrides(corpus, run_dir) if not o.startswith("trainer.max_updates")]
+    overrides = [o for o in tiny_train_overrides(data, run_dir) if not o.startswith("trainer.max_updates")]
     result = run_module("seq2seq.cli.train", *overrides, "trainer.max_updates=2", "trainer.average_last=5",
-                        cwd=tmp_path)  # fmt: skip
+                        "trainer.validate_max_sentences=3", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
-    assert "1 numbered checkpoint(s)" in output and "lower trainer.save_every" in output
+    (note,) = [line for line in output.splitlines() if "too few to average" in line]
+    assert "1 numbered checkpoint" in note and "last.pt (update 2)" in note and "20 of 21 dev pairs" in note
     assert not (run_dir / "averaged.pt").exists()
-    assert json.loads((run_dir / "summary.json").read_text())["averaged"] is None
+    record = json.loads((run_dir / "summary.json").read_text())["averaged"]
+    assert record["checkpoint"] == str(run_dir / "last.pt") and record["steps"] == [2]
+    assert record["averaged"] is False and (record["dev_pairs"], record["dev_pairs_left_out"]) == (20, 1)
+    sources = (data / "dev.en").read_text(encoding="utf-8").splitlines()[:20]
+    references = (data / "dev.es").read_text(encoding="utf-8").splitlines()[:20]
+    hypotheses = Translator.from_checkpoint(run_dir / "last.pt", options=SearchOptions()).translate(sources)
+    assert record["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score, abs=1e-6)
+
+
+def test_a_trial_with_too_few_checkpoints_is_scored_by_its_last_checkpoint(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """What a sweeper optimises is the same metric with or without enough checkpoints to average."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="needs pip install -e '.[sweep]'")
+    optuna = pytest.importorskip("optuna", reason="needs pip install -e '.[sweep]'")
+    overrides = [
+        o
+        for o in tiny_train_overrides(corpus, tmp_path)
+        if not o.startswith(("hydra.run", "trainer.max_updates"))
+    ]
+    search = ["-m", "+sweep=recipe_search", "hydra.sweeper.n_trials=1", "run_name=toy", "model.d_model=64",
+              "model.ffn_dim=128", "model.encoder_layers=1", "model.decoder_layers=1"]  # fmt: skip
+    settings = ["trainer.max_updates=2", "trainer.average_last=2", "trainer.validate_max_sentences=3"]
+    result = run_module("seq2seq.cli.train", *search, *overrides, *settings, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study_dir = tmp_path / "multirun" / "toy" / "recipe_search"
+    (trial,) = optuna.load_study(
+        study_name="recipe_search", storage=f"sqlite:///{study_dir / 'study.db'}"
+    ).trials
+    (run,) = (p for p in study_dir.iterdir() if p.is_dir())
+    record = json.loads((run / "0" / "summary.json").read_text())["averaged"]
+    assert record["checkpoint"] == str(run / "0" / "last.pt") and record["dev_pairs"] == 20
+    assert trial.value == record["bleu"]
 
 
 @pytest.mark.parametrize(
