@@ -128,14 +128,13 @@ def train(cfg: DictConfig) -> float | None:
     check_run_directory(run_dir, checkpoint, str(cfg.trainer.resume))  # before anything is written there
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
     fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
-    if checkpoint is not None:
-        check_resume(checkpoint, run_dir, fingerprint)
+    resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     model = build_run_model(cfg, data, device)
     loss_fn = build_loss(cfg.loss, data.corpus.pad_id)
     trainer = build_trainer(cfg, data, model, loss_fn, run_dir=run_dir, device=device, options=options,
                             fingerprint=fingerprint)  # fmt: skip
     if checkpoint is not None:
-        trainer.resume_from(checkpoint)
+        trainer.resume_from(checkpoint, resumed)
     log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
              run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()

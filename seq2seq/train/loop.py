@@ -335,14 +335,20 @@ class Trainer:
         save_checkpoint(self.output_dir / "last.pt", payload)
         if numbered:
             save_checkpoint(self.output_dir / f"checkpoint_{self.state.step}.pt", payload)
-            rotate_checkpoints(self.output_dir, "checkpoint_{step}.pt", keep=self.options.keep_last)
+            rotate_checkpoints(
+                self.output_dir,
+                "checkpoint_{step}.pt",
+                keep=self.options.keep_last,
+                newest_step=self.state.step,
+            )
         if best:
             save_checkpoint(self.output_dir / "best.pt", payload)
         log.info("saved checkpoint at update %d%s", self.state.step, " (new best)" if best else "")
 
-    def resume_from(self, path: Path) -> None:
-        """Restore everything a checkpoint holds, so training continues as if never stopped."""
-        payload = load_checkpoint(path, map_location=self.device)
+    def resume_from(self, path: Path, payload: dict[str, Any] | None = None) -> None:
+        """Restore everything a checkpoint holds, so training continues as if never stopped; `payload`:
+        the file's contents when the caller has read them already (they are not read twice)."""
+        payload = load_checkpoint(path, map_location=self.device) if payload is None else payload
         try:
             self._unwrapped().load_state_dict(payload["model"])
             self.optimizer.load_state_dict(payload["optimizer"])

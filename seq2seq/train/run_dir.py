@@ -53,17 +53,17 @@ def check_run_directory(run_dir: Path, checkpoint: Path | None, resume: str) -> 
     )
 
 
-def check_resume(checkpoint: Path, run_dir: Path, fingerprint: dict[str, Any]) -> None:
-    """The checkpoint was trained with this run's model and data settings, and no numbered checkpoint
-    in the run directory is newer than it (those belong to another run: rotation and averaging would
-    take them for this run's)."""
+def check_resume(checkpoint: Path, run_dir: Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoint's contents, once they are known to be this run's: trained with its model and data
+    settings, and no numbered checkpoint in the run directory newer than it (those belong to another
+    run: rotation and averaging would take them for this run's)."""
     payload = load_checkpoint(checkpoint)
     check_same_run(checkpoint, payload.get("fingerprint"), fingerprint)
     step = int(payload.get("step", 0))
-    del payload
     newer = [path for path in numbered_checkpoints(run_dir) if checkpoint_step(path) > step]
     if newer:
         raise UserError(
             f"{run_dir} holds {_names(newer)}, numbered after update {step} of {checkpoint}, which this run "
             f"resumes from: files of another run; {NEW_RUN}"
         )
+    return payload

@@ -117,6 +117,17 @@ def test_checkpoint_rotation_keeps_last_n(tmp_path: Path) -> None:
     assert (tmp_path / "last.pt").is_file()
 
 
+def test_rotation_never_counts_or_deletes_checkpoints_numbered_after_the_run(tmp_path: Path) -> None:
+    """A file the run did not write (checkpoint_9000.pt, numbered beyond its updates) neither pushes out
+    the run's own checkpoints nor is deleted by it."""
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "checkpoint_9000.pt").write_bytes(b"another run's")
+    make_trainer(tmp_path, max_updates=10).fit()
+    names = {p.name for p in tmp_path.glob("checkpoint_*.pt")}
+    assert names == {"checkpoint_9.pt", "checkpoint_10.pt", "checkpoint_9000.pt"}  # keep_last=2 of its own
+    assert (tmp_path / "checkpoint_9000.pt").read_bytes() == b"another run's"
+
+
 def test_accumulation_equals_one_big_batch(tmp_path: Path) -> None:
     """update_freq=2 over batches a, b gives the gradient of the token-weighted loss over a and b together."""
     trainer = make_trainer(tmp_path, max_updates=1, update_freq=2, dropout=0.0)
