@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -85,14 +86,32 @@ def progress_bar_setting(value: Any, *, setting: str = "progress_bar") -> bool |
     raise UserError(f"{setting}={value!r} is not a progress-bar setting; use auto, true or false")
 
 
-def number_setting(value: Any, *, setting: str, kind: type = int, minimum: float = 0) -> Any:
-    """A numeric CLI setting as `kind` (int or float), at least `minimum`; else a one-line UserError."""
-    try:
-        number = kind(value)
-        if isinstance(value, bool) or (kind is int and number != float(value)):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise UserError(f"{setting}={value!r} must be a{'n integer' if kind is int else ' number'}") from None
+def number_setting(
+    value: Any, *, setting: str, kind: type = int, minimum: float = 0, maximum: float | None = None
+) -> Any:
+    """A numeric CLI setting as `kind` (int or float), finite and within [minimum, maximum]; else a
+    one-line UserError. Hydra reads `inf` and `nan` as floats: a wait or a port of either would pass a
+    plain comparison (nan compares false) and fail much later, far from the setting."""
+    number = _finite_number(value, setting=setting, kind=kind)
     if number < minimum:
         raise UserError(f"{setting}={value!r} must be at least {minimum}")
+    if maximum is not None and number > maximum:
+        raise UserError(f"{setting}={value!r} must be at most {maximum}")
     return number
+
+
+def _finite_number(value: Any, *, setting: str, kind: type) -> int | float:
+    what = "an integer" if kind is int else "a number"
+    if isinstance(value, bool):
+        raise UserError(f"{setting}={value!r} must be {what}")
+    if kind is int and isinstance(value, int):
+        return value
+    try:
+        real = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{setting}={value!r} must be {what}") from None
+    if not math.isfinite(real):
+        raise UserError(f"{setting}={value!r} must be a finite number")
+    if kind is int and real != int(real):
+        raise UserError(f"{setting}={value!r} must be {what}")
+    return int(real) if kind is int else real

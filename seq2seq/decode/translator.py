@@ -52,7 +52,8 @@ class EncodedInput:
 
 class Translator:
     """Tokenizers, an engine that searches (ours, or CTranslate2 on an exported model), search settings
-    and the input policy."""
+    and the input policy. `languages` is (source, target) when the training config saved in the
+    checkpoint names them (None for an exported model), so a server need not read the file again."""
 
     def __init__(
         self,
@@ -64,14 +65,15 @@ class Translator:
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
         step: int = 0,
+        languages: tuple[str, str] | None = None,
     ) -> None:
         if long_lines not in LONG_LINE_POLICIES:
             raise UserError(
                 f"long_lines={long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
             )
         self.src_tokenizer, self.tgt_tokenizer, self.engine = src_tokenizer, tgt_tokenizer, engine
-        self.options, self.long_lines, self.step = options, long_lines, step
-        self.max_input_tokens = max_input_tokens or engine.max_positions - 1
+        self.options, self.long_lines, self.step, self.languages = options, long_lines, step, languages
+        self.max_input_tokens = _input_limit(max_input_tokens, engine.max_positions)
 
     @classmethod
     def from_checkpoint(
@@ -101,7 +103,8 @@ class Translator:
         loaded = load_ensemble(paths, target)
         ids = SpecialIds.of(loaded.tgt_tokenizer)
         torch_engine = TorchEngine(loaded.model, ids, device=target, precision=precision)
-        return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, torch_engine, step=loaded.step, **policy)
+        return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, torch_engine, step=loaded.step,
+                   languages=_languages(loaded.config), **policy)  # fmt: skip
 
     @property
     def model(self) -> nn.Module | None:
@@ -214,6 +217,33 @@ class Translator:
             scores = [sum(nbest[k].score for nbest in parts) for k in range(depth)]
             joined.append([(" ".join(t for t in text if t), score) for text, score in zip(texts, scores)])
         return joined
+
+
+def _input_limit(max_input_tokens: int | None, max_positions: int) -> int:
+    """The longest source in tokens: the setting, or what the model reads (its positions less one for
+    eos). A limit of 0 or less would empty every translation without a word; one above it asks the
+    model for positions it was not built to read."""
+    most = max_positions - 1
+    if max_input_tokens is None:
+        return most
+    if (
+        not isinstance(max_input_tokens, int)
+        or isinstance(max_input_tokens, bool)
+        or not 1 <= max_input_tokens <= most
+    ):
+        raise UserError(
+            f"max_input_tokens={max_input_tokens!r} must be an integer from 1 to {most} (this model reads "
+            f"{max_positions} positions, one of them eos); or null for {most}"
+        )
+    return max_input_tokens
+
+
+def _languages(config: dict[str, Any]) -> tuple[str, str] | None:
+    """(source, target) language of a checkpoint's training config, when it names both."""
+    data = config.get("data") or {}
+    if data.get("src_lang") and data.get("tgt_lang"):
+        return str(data["src_lang"]), str(data["tgt_lang"])
+    return None
 
 
 def _engine_for(paths: list[Path], engine: str) -> str:
