@@ -6,9 +6,12 @@ seq2seq-serve checkpoint=runs/quickstart/best.pt port=8080
 from __future__ import annotations
 
 import logging
+import os
+import re
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
 import torch
@@ -21,8 +24,12 @@ from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.serve")
-LIMIT_KEYS = ("max_sentences", "max_chars", "max_beam_size", "max_body_bytes")
-BATCH_WAIT_KEYS = ("batch_wait_ms", "max_batch_wait_ms")
+# Numeric settings and their ranges: every one finite (Hydra reads `inf` and `nan` as numbers).
+LIMITS = {"max_sentences": 100_000, "max_chars": 1_000_000, "max_beam_size": 1024, "max_body_bytes": 1 << 30}
+INTEGERS = {"max_batch_tokens": (1, 10_000_000), "max_queue": (1, 1_000_000)}
+FLOATS = {"batch_wait_ms": (0, 60_000), "max_batch_wait_ms": (0, 60_000), "error_delay_ms": (0, 10_000),
+          "request_timeout_s": (0.01, 86_400)}  # fmt: skip
+ORIGIN = re.compile(r"https?://[^/\s]+")
 
 
 @exit_on_user_error
@@ -30,60 +37,123 @@ def serve(cfg: DictConfig) -> None:
     logging.basicConfig(stream=sys.stderr, level=str(cfg.log_level).upper(),
                         format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
     try:
-        import uvicorn
-
-        from seq2seq.serve.app import Limits, create_app
+        from seq2seq.serve.app import create_app
         from seq2seq.serve.batcher import BatchingTranslator
+        from seq2seq.serve.metrics import Metrics
+        from seq2seq.serve.requests import Limits
+        from seq2seq.serve.security import exposure_warning
     except ImportError:
-        raise UserError("seq2seq-serve needs FastAPI and uvicorn; pip install '.[serve]'") from None
+        raise UserError(
+            "seq2seq-serve needs FastAPI, uvicorn and prometheus-client; pip install '.[serve]'"
+        ) from None
     checkpoint = Path(to_absolute_path(str(cfg.checkpoint)))
-    limits = Limits(**{key: number_setting(cfg[key], setting=key, minimum=1) for key in LIMIT_KEYS})
-    batching = {key: number_setting(cfg[key], setting=key, kind=float) for key in BATCH_WAIT_KEYS}
-    batching["max_batch_tokens"] = number_setting(cfg.max_batch_tokens, setting="max_batch_tokens", minimum=1)
-    threads = None if cfg.threads is None else number_setting(cfg.threads, setting="threads", minimum=1)
-    port = number_setting(cfg.port, setting="port")
-    if port > 65535:
-        raise UserError(f"port={port} is not a TCP port; use 1-65535 (0: any free port)")
-    languages: list[tuple[str, str] | None] = []
+    settings = read_settings(cfg)
+    limits = Limits(**{key: settings.pop(key) for key in LIMITS})
+    metrics = Metrics()
+    options = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
 
     def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
-        if threads:
-            torch.set_num_threads(threads)
+        if settings["threads"]:
+            torch.set_num_threads(settings["threads"])
         translator = Translator.from_checkpoint(
-            checkpoint,
-            engine=str(cfg.engine),
-            device=pick_device(str(cfg.device)),
-            precision=str(cfg.precision),
-            options=SearchOptions.from_config(OmegaConf.to_container(cfg.decode)),
-            max_input_tokens=cfg.max_input_tokens,
-            long_lines=str(cfg.long_lines),
-        )
-        languages.append(_languages(checkpoint))
+            checkpoint, engine=str(cfg.engine), device=pick_device(str(cfg.device)),
+            precision=str(cfg.precision), options=options,
+            max_input_tokens=settings["max_input_tokens"], long_lines=str(cfg.long_lines),
+        )  # fmt: skip
         translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user
         return translator
 
-    batcher = BatchingTranslator(load, **batching)
-    translator = batcher.translator
-    app = create_app(batcher, name=checkpoint.name, languages=languages[0], limits=limits)
-    engine, url = translator.engine.name, f"http://{cfg.host}:{port}/"
-    log.info("serving %s (%s, step %d) on %s ; SIGTERM or Ctrl-C stops after the requests in flight",
-             checkpoint, engine, translator.step, url)  # fmt: skip
+    batching = {key: settings[key] for key in ("batch_wait_ms", "max_batch_wait_ms", "max_batch_tokens")}
+    batcher = BatchingTranslator(load, **batching, max_queue=settings["max_queue"],
+                                 on_batch=metrics.observe_batch)  # fmt: skip
+    shared = {
+        key: settings[key] for key in ("request_timeout_s", "error_delay_ms", "api_key", "cors_origins")
+    }
+    app = create_app(batcher, name=checkpoint.name, limits=limits, metrics=metrics, **shared)
+    host, port = str(cfg.host), settings["port"]
+    if (warning := exposure_warning(host, settings["api_key"])) is not None:
+        log.warning(warning)
+    log.info("serving %s (%s, step %d) on http://%s:%d/ ; SIGTERM or Ctrl-C stops after the requests in "
+             "flight, a second Ctrl-C at once", checkpoint, batcher.translator.engine.name,
+             batcher.translator.step, host, port)  # fmt: skip
+    run_server(app, host=host, port=port, graceful_s=settings["request_timeout_s"])
+    log.info("stopped: %d requests served in %d batches", batcher.stats.requests, batcher.stats.batches)
+
+
+def read_settings(cfg: DictConfig) -> dict[str, Any]:
+    """Every server setting checked before the model loads: one line naming the first bad one."""
+    settings: dict[str, Any] = {
+        key: number_setting(cfg[key], setting=key, minimum=1, maximum=most) for key, most in LIMITS.items()
+    }
+    for key, (least, most) in INTEGERS.items():
+        settings[key] = number_setting(cfg[key], setting=key, minimum=least, maximum=most)
+    for key, (least, most) in FLOATS.items():
+        settings[key] = number_setting(cfg[key], setting=key, kind=float, minimum=least, maximum=most)
+    settings["threads"] = None if cfg.threads is None else number_setting(
+        cfg.threads, setting="threads", minimum=1, maximum=4096
+    )  # fmt: skip
+    settings["max_input_tokens"] = (
+        None
+        if cfg.max_input_tokens is None
+        else number_setting(cfg.max_input_tokens, setting="max_input_tokens", minimum=1)
+    )  # fmt: skip  (the model's own maximum is checked when it loads)
+    settings["port"] = number_setting(cfg.port, setting="port")
+    if settings["port"] > 65535:
+        raise UserError(f"port={settings['port']} is not a TCP port; use 1-65535 (0: any free port)")
+    settings["api_key"] = api_key_setting(cfg.api_key, cfg.api_key_env)
+    settings["cors_origins"] = origins_setting(cfg.cors_origins)
+    return settings
+
+
+def api_key_setting(api_key: Any, api_key_env: Any) -> str | None:
+    """The key clients must send, from the settings or from the environment variable they name (which,
+    unlike a command line, other users of the machine cannot read in `ps`)."""
+    if api_key is not None and api_key_env is not None:
+        raise UserError("set api_key or api_key_env, not both")
+    if api_key_env is not None:
+        name = str(api_key_env)
+        api_key = os.environ.get(name)
+        if not api_key:
+            raise UserError(f"api_key_env={name}, but the environment variable {name} is not set or empty")
+    if api_key is not None and not re.fullmatch(r"[!-~]+", str(api_key)):
+        raise UserError("the API key must be printable ASCII without spaces (it travels in an HTTP header)")
+    return None if api_key is None else str(api_key)
+
+
+def origins_setting(value: Any) -> list[str]:
+    """The web origins whose pages may call the API (CORS): a list of scheme://host[:port], or *."""
+    origins = [] if value is None else [value] if isinstance(value, str) else list(value)
+    for origin in origins:
+        if origin != "*" and not (isinstance(origin, str) and ORIGIN.fullmatch(origin)):
+            raise UserError(
+                f"cors_origins: {origin!r} is not an origin; use scheme://host[:port] with no path or "
+                "trailing slash (https://example.org), or *"
+            )
+    return [str(origin) for origin in origins]
+
+
+def run_server(app: Any, *, host: str, port: int, graceful_s: float) -> None:
+    """uvicorn until SIGTERM/SIGINT: requests in flight get up to `graceful_s` to finish; a second
+    signal exits at once (status 128 + signal)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.should_exit:
+                log.warning("stopping at once: requests in flight get no answer")
+                os._exit(128 + sig)  # no clean-up: the model thread may be inside a search
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=max(1, round(graceful_s)))  # fmt: skip
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler that was
     # installed before it ran. With this one, a graceful stop ends the command normally (exit status 0).
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: None)
-    uvicorn.run(app, host=str(cfg.host), port=port, log_level="warning", access_log=False)
-    log.info("stopped: %d requests served in %d batches", batcher.stats.requests, batcher.stats.batches)
-
-
-def _languages(checkpoint: Path) -> tuple[str, str] | None:
-    """Source and target language of the training config a checkpoint holds, when it says."""
-    if not checkpoint.is_file():
-        return None
-    from seq2seq.checkpoint import load_checkpoint
-
-    data = load_checkpoint(checkpoint).get("config", {}).get("data", {})
-    return (data["src_lang"], data["tgt_lang"]) if "src_lang" in data and "tgt_lang" in data else None
+    server = Server(config)
+    server.run()
+    if not server.started:
+        raise UserError(f"cannot listen on {host}:{port} (the reason is logged above); pick another port")
 
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="serve")

@@ -1,5 +1,8 @@
-"""The HTTP server (the `serve` extra: FastAPI + uvicorn); no model code of its own.
+"""The HTTP server (the `serve` extra: FastAPI + uvicorn + prometheus-client); no model code of its own.
 
+requests.py  one request from bytes to model input: body limits, parsing, validation, encoding (4xx)
 batcher.py   BatchingTranslator: requests from many clients translated together on one worker thread
-app.py       the FastAPI application: /translate, /health, /stats, / (page.html, a plain HTML form)
+security.py  the API key, CORS, the warning for a server reachable from the network
+metrics.py   GET /metrics in Prometheus' text format
+app.py       the FastAPI application: /translate, /health, /stats, /metrics, / (page.html, a plain form)
 """

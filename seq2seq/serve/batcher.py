@@ -6,8 +6,13 @@ full, so a burst of requests longer than one wait still shares a batch while a l
 only `batch_wait_ms`. (With 32 clients on 2 cores of an AMD EPYC, AVX512-BF16, the default 5 ms gave
 about 16 requests per batch and 40 ms about 29, at the same throughput.) The requests of a batch are
 searched as one set of sentences (length-sorted into token-budget batches by the Translator), and
-each request gets back exactly its own translations. The event loop only enqueues and awaits: encoding,
-search and detokenization all run on the worker thread, so a slow model never blocks the server.
+each request gets back exactly its own translations.
+
+Requests arrive here already checked and encoded (requests.py), so a bad one never joins a batch. If a
+batch still fails, its requests are searched again one by one, so only the culprit gets an error: a
+4xx naming its sentence when the failure is the request's (UserError, UnicodeError), a 500 otherwise.
+At most `max_queue` requests wait for the model; beyond that a request is refused (503) at once. A
+request whose client has gone (disconnected, timed out) is dropped if its search has not started.
 
 The worker thread also loads the model, and no other thread runs PyTorch: the OpenMP threads that
 compute for PyTorch then belong to that one thread. When the main thread has computed too, its OpenMP
@@ -27,37 +32,42 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import Translator
+from seq2seq.decode.translator import EncodedInput, Translator
+from seq2seq.errors import UserError
+from seq2seq.serve.requests import HTTPError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("seq2seq.serve")
 _STOP = object()  # put in the queue by close(): finish what is queued, then end the worker
+Answer = list[list[tuple[str, float]]]  # per text, its n-best (translation, score) pairs
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job:
-    texts: list[str]
+    encoded: EncodedInput
     options: SearchOptions
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
-    characters: int = field(init=False)
+    state: str = "queued"  # -> "started" (taken into a search) or "dropped" (its client has gone)
 
-    def __post_init__(self) -> None:
-        self.characters = sum(len(text) for text in self.texts)
+    @property
+    def tokens(self) -> int:
+        return sum(len(source) for source in self.encoded.sources)
 
 
 class BatchStats:
-    """Counters the server reports (GET /stats): how much batching happened."""
+    """Counters the server reports (GET /stats): how much batching happened, and what went wrong."""
 
     def __init__(self) -> None:
         self.batches = self.requests = self.sentences = 0
         self.largest_batch_requests = self.largest_batch_sentences = 0
+        self.dropped = self.retried_batches = self.failed_requests = 0
 
     def record(self, jobs: list[_Job]) -> None:
-        sentences = sum(len(job.texts) for job in jobs)
+        sentences = sum(job.encoded.n_texts for job in jobs)
         self.batches, self.requests, self.sentences = (
             self.batches + 1,
             self.requests + len(jobs),
@@ -68,10 +78,11 @@ class BatchStats:
 
 
 class BatchingTranslator:
-    """Async front of a Translator: `await translate(texts, options)` from any number of requests.
+    """Async front of a Translator: `await translate(encoded, options)` from any number of requests.
 
     `load` builds the Translator; it runs on the worker thread (see the module docstring), and the
-    constructor returns once it has, or raises what it raised.
+    constructor returns once it has, or raises what it raised. `on_batch(requests, sentences)` is
+    called on the worker thread after each search (metrics).
     """
 
     def __init__(
@@ -81,101 +92,244 @@ class BatchingTranslator:
         batch_wait_ms: float = 5.0,
         max_batch_wait_ms: float = 50.0,
         max_batch_tokens: int = 4096,
+        max_queue: int = 256,
+        on_batch: Callable[[int, int], None] | None = None,
     ) -> None:
-        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_tokens, self.max_queue, self.on_batch = max_batch_tokens, max_queue, on_batch
         self.batch_wait = batch_wait_ms / 1000.0
         self.max_batch_wait = max(max_batch_wait_ms, batch_wait_ms) / 1000.0
         self.stats = BatchStats()
+        self.translator: Translator
         self._jobs: queue.Queue[object] = queue.Queue()
-        self._closing = False
-        self._loaded: queue.Queue[Translator | BaseException] = queue.Queue(maxsize=1)
+        self._lock = threading.Lock()  # guards job states, _waiting and _stopped across the two threads
+        self._waiting = 0  # admitted, neither started nor dropped
+        self._stopped = self._refusing = self._closing = False
+        self._pending: deque[_Job] = deque()  # taken from the queue with other settings than their batch's
+        self._current: list[_Job] = []
+        self._loaded: queue.Queue[BaseException | None] = queue.Queue(maxsize=1)
         self._worker = threading.Thread(target=self._run, args=(load,), name="translation", daemon=True)
         self._worker.start()
-        loaded = self._loaded.get()
-        if isinstance(loaded, BaseException):
+        failure = self._loaded.get()
+        if failure is not None:
             self._worker.join()
-            raise loaded
-        self.translator: Translator = loaded
+            raise failure
 
-    async def translate(self, texts: list[str], options: SearchOptions) -> list[list[tuple[str, float]]]:
-        """Per text, its n-best (translation, score) pairs."""
+    @property
+    def healthy(self) -> bool:
+        """False once the model thread has stopped: nothing would answer a request."""
+        return self._worker.is_alive() and not self._stopped
+
+    @property
+    def waiting(self) -> int:
+        """Requests admitted and not yet searched (the queue depth max_queue bounds)."""
+        return self._waiting
+
+    async def translate(self, encoded: EncodedInput, options: SearchOptions) -> Answer:
+        """Per text, its n-best (translation, score) pairs. Cancelling the call drops the request's work
+        unless its search has started; HTTPError 503 when the queue is full or the model thread gone."""
         loop = asyncio.get_running_loop()
-        job = _Job(texts, options, loop, loop.create_future())
-        self._jobs.put(job)
-        return await job.future
+        job = _Job(encoded, options, loop, loop.create_future())
+        self._admit(job)
+        try:
+            return await job.future
+        except asyncio.CancelledError:
+            self._drop(job)
+            raise
 
     def close(self) -> None:
         """Finish every queued request, then stop the worker."""
+        self._refusing = True
         self._jobs.put(_STOP)
         self._worker.join()
+
+    def _admit(self, job: _Job) -> None:
+        with self._lock:
+            if self._stopped or self._refusing:
+                raise HTTPError(503, "the model thread has stopped; the server cannot translate")
+            if self._waiting >= self.max_queue:
+                raise HTTPError(
+                    503,
+                    f"the server is busy: {self._waiting} requests are waiting (max_queue={self.max_queue}); "
+                    "retry later",
+                    {"Retry-After": "1"},
+                )
+            self._waiting += 1
+            self._jobs.put(job)
+
+    def _drop(self, job: _Job) -> None:
+        with self._lock:
+            if job.state == "queued":
+                job.state, self._waiting = "dropped", self._waiting - 1
+                self.stats.dropped += 1
+
+    def _start(self, jobs: list[_Job]) -> list[_Job]:
+        """The jobs of a batch whose clients are still waiting, now marked started."""
+        with self._lock:
+            live = [job for job in jobs if job.state == "queued"]
+            for job in live:
+                job.state = "started"
+            self._waiting -= len(live)
+        return live
 
     # ------------------------------------------------------------------ the worker thread
     def _run(self, load: Callable[[], Translator]) -> None:
         try:
-            self._loaded.put(load())
+            self.translator = load()
         except BaseException as error:  # handed to the constructor, which raises it in its own thread
             self._loaded.put(error)
             return
-        pending: deque[_Job] = deque()  # taken from the queue with other settings than their batch's
-        while True:
-            first = pending.popleft() if pending else self._take(timeout=None)
-            if first is None:  # closing, and nothing is left
-                return
-            self._translate(self._gather(first, pending))
+        self._loaded.put(None)
+        try:
+            while True:
+                first = self._pending.popleft() if self._pending else self._take(timeout=None)
+                if first is None:  # closing, and nothing is left
+                    return
+                self._current = self._gather(first)
+                self._translate(self._current)
+                self._current = []
+        except BaseException:
+            log.critical("the model thread stopped; /health now answers 503", exc_info=True)
+        finally:
+            self._stop_serving()
+
+    def _stop_serving(self) -> None:
+        """Answer every request still waiting (503) so that none hangs once no thread would search."""
+        with self._lock:
+            self._stopped = True
+            left = [*self._current, *self._pending]
+            while not self._jobs.empty():
+                item = self._jobs.get_nowait()
+                if isinstance(item, _Job):
+                    left.append(item)
+        failure = HTTPError(503, "the model thread has stopped; the server cannot translate")
+        for job in left:
+            _settle(job, _fail, failure)
 
     def _take(self, timeout: float | None) -> _Job | None:
-        """The next job; None when `timeout` passes, or when closing and the queue is empty."""
-        try:
-            item = self._jobs.get_nowait() if self._closing else self._jobs.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        if item is _STOP:
-            self._closing = True
-            return self._take(timeout)
-        return item
+        """The next job not dropped; None when `timeout` passes, or when closing and the queue is empty."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            try:
+                if self._closing:
+                    item = self._jobs.get_nowait()
+                elif remaining is not None and remaining <= 0:
+                    return None
+                else:
+                    item = self._jobs.get(timeout=remaining)
+            except queue.Empty:
+                return None
+            if item is _STOP:
+                self._closing = True
+            elif isinstance(item, _Job) and item.state != "dropped":
+                return item
 
-    def _gather(self, first: _Job, pending: deque[_Job]) -> list[_Job]:
+    def _gather(self, first: _Job) -> list[_Job]:
         """`first` and the jobs with its settings that arrive while the batch is open, up to the token
-        budget (counted as characters / 4); the others wait in `pending` for a later batch."""
-        batch, budget = [first], self.max_batch_tokens * 4 - first.characters
-        for job in [job for job in pending if job.options == first.options]:
-            if job.characters <= budget:
-                pending.remove(job)
+        budget; the others wait in `_pending` for a later batch."""
+        batch, budget = [first], self.max_batch_tokens - first.tokens
+        for job in [job for job in self._pending if job.options == first.options]:
+            if job.tokens <= budget:
+                self._pending.remove(job)
                 batch.append(job)
-                budget -= job.characters
+                budget -= job.tokens
         now = time.monotonic()
         quiet_until, closes = now + self.batch_wait, now + self.max_batch_wait
         while budget > 0 and (remaining := min(quiet_until, closes) - time.monotonic()) > 0:
             job = self._take(timeout=remaining)
             if job is None:
                 break
-            if job.options == first.options and job.characters <= budget:
+            if job.options == first.options and job.tokens <= budget:
                 batch.append(job)
-                budget -= job.characters
+                budget -= job.tokens
                 quiet_until = time.monotonic() + self.batch_wait
             else:
-                pending.append(job)
+                self._pending.append(job)
         return batch
 
     def _translate(self, jobs: list[_Job]) -> None:
-        texts = [text for job in jobs for text in job.texts]
-        try:
-            encoded = self.translator.encode(texts)
-            results = self.translator.search(
-                encoded.sources, jobs[0].options, max_tokens=self.max_batch_tokens
-            )
-            joined = self.translator.join_pieces(encoded, results)
-        except Exception as error:
-            log.exception("translation failed")
-            for job in jobs:
-                job.loop.call_soon_threadsafe(_fail, job.future, error)
+        """One search for the batch; if it fails, one per request, so only the culprit gets an error."""
+        jobs = self._start(jobs)
+        if not jobs:
             return
-        self.stats.record(jobs)
-        start = 0
+        try:
+            answers = self._search(jobs)
+        except Exception as error:
+            if len(jobs) == 1:
+                self._fail_alone(jobs[0], error)
+                return
+            log.warning("a batch of %d requests failed (%r); translating them one by one", len(jobs), error)
+            self.stats.retried_batches += 1
+            for job in jobs:
+                try:
+                    self._deliver([job], self._search([job]))
+                except Exception as alone:
+                    self._fail_alone(job, alone)
+            return
+        self._deliver(jobs, answers)
+
+    def _search(self, jobs: list[_Job]) -> list[Answer]:
+        """Each job's answer, from one search over all their sentences."""
+        merged = merge([job.encoded for job in jobs])
+        results = self.translator.search(merged.sources, jobs[0].options, max_tokens=self.max_batch_tokens)
+        joined = self.translator.join_pieces(merged, results)
+        answers, start = [], 0
         for job in jobs:
-            answer = joined[start : start + len(job.texts)]
-            start += len(job.texts)
-            job.loop.call_soon_threadsafe(_resolve, job.future, answer)
+            answers.append(joined[start : start + job.encoded.n_texts])
+            start += job.encoded.n_texts
+        return answers
+
+    def _deliver(self, jobs: list[_Job], answers: list[Answer]) -> None:
+        self.stats.record(jobs)
+        if self.on_batch is not None:
+            self.on_batch(len(jobs), sum(job.encoded.n_texts for job in jobs))
+        for job, answer in zip(jobs, answers):
+            _settle(job, _resolve, answer)
+
+    def _fail_alone(self, job: _Job, error: Exception) -> None:
+        """The answer of a request that fails on its own: 422 naming its sentence when the failure is
+        the request's, else 500 (logged with its traceback)."""
+        self.stats.failed_requests += 1
+        if isinstance(error, (UserError, UnicodeError)):
+            index = self._culprit(job)
+            log.warning("a request failed on its own (sentence %s): %s", index, error)
+            where = "" if index is None else f"sentence {index}: "
+            _settle(job, _fail, HTTPError(422, f"{where}{error}"))
+            return
+        log.error("a request failed on its own", exc_info=error)
+        message = f"the translation failed ({error.__class__.__name__}); the server log has the details"
+        _settle(job, _fail, HTTPError(500, message))
+
+    def _culprit(self, job: _Job) -> int | None:
+        """The first sentence of the job whose search fails alone."""
+        if job.encoded.n_texts == 1:
+            return 0
+        for index in range(job.encoded.n_texts):
+            sources = [s for s, owner in zip(job.encoded.sources, job.encoded.owners) if owner == index]
+            try:
+                self.translator.search(sources, job.options, max_tokens=self.max_batch_tokens)
+            except Exception:
+                return index
+        return None
+
+
+def merge(parts: list[EncodedInput]) -> EncodedInput:
+    """Several requests' inputs as one, their texts numbered one after another."""
+    sources: list[list[int]] = []
+    owners: list[int] = []
+    offset = 0
+    for part in parts:
+        sources.extend(part.sources)
+        owners.extend(offset + owner for owner in part.owners)
+        offset += part.n_texts
+    return EncodedInput(sources=sources, owners=owners, n_texts=offset)
+
+
+def _settle(job: _Job, settle: Callable[[asyncio.Future, Any], None], value: Any) -> None:
+    try:
+        job.loop.call_soon_threadsafe(settle, job.future, value)
+    except RuntimeError:  # the event loop has closed (the server is exiting): nobody waits any more
+        pass
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:

@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import os
-import random
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 
+pytest.importorskip("httpx", reason="needs the serve extra: pip install '.[serve]'")
+pytest.importorskip("fastapi", reason="needs the serve extra: pip install '.[serve]'")
+pytest.importorskip("uvicorn", reason="needs the serve extra: pip install '.[serve]'")
+pytest.importorskip("prometheus_client", reason="needs the serve extra: pip install '.[serve]'")
+
+from serving import Server, sentences
+
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.model import build_model
-
-httpx = pytest.importorskip("httpx", reason="needs the serve extra: pip install '.[serve]'")
-pytest.importorskip("fastapi", reason="needs the serve extra: pip install '.[serve]'")
-pytest.importorskip("uvicorn", reason="needs the serve extra: pip install '.[serve]'")
-
-WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
-
-
-def sentences(count: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(count)]
 
 
 @pytest.fixture(scope="session")
@@ -48,49 +38,12 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Server:
-    def __init__(self, checkpoint: Path, *overrides: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "seq2seq.cli.serve", f"checkpoint={checkpoint}", f"port={self.port}",
-                   "threads=1", "decode.max_len_a=0", "decode.max_len_b=12", *overrides]  # fmt: skip
-        env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
-        self.process = subprocess.Popen(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-            if self.process.poll() is not None:
-                break
-        self.stop()
-        raise RuntimeError(f"the server did not start:\n{self.output()}")
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.terminate()
-        return self.process.wait(timeout=60)
-
-    def output(self) -> str:
-        return self.process.stdout.read() if self.process.stdout else ""
-
-
 @pytest.fixture
 def start_server(checkpoint: Path) -> Iterator:
     servers: list[Server] = []
 
-    def start(*overrides: str) -> Server:
-        servers.append(Server(checkpoint, *overrides))
+    def start(*overrides: str, **options) -> Server:
+        servers.append(Server(checkpoint, *overrides, **options))
         return servers[-1]
 
     yield start

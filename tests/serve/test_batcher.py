@@ -1,43 +1,56 @@
 """The batcher on its own, over a stand-in Translator that records each search: when batches close,
-which thread loads and runs the model, and what a failed load does."""
+which thread loads and runs the model, what a failed load does, and how a failure stays with its request:
+a failed batch retried one by one, a full queue, a dropped request, a dead model thread."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from types import SimpleNamespace
 
 import pytest
 
 from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.translator import EncodedInput
+from seq2seq.errors import UserError
 from seq2seq.serve.batcher import BatchingTranslator
+from seq2seq.serve.requests import HTTPError
+
+OPTIONS = SearchOptions()
+
+
+def encode(*texts: str) -> EncodedInput:
+    """Texts as a request's model input: one piece per text, its characters' codes as the tokens."""
+    return EncodedInput(sources=[[ord(c) for c in text] for text in texts], owners=list(range(len(texts))),
+                        n_texts=len(texts))  # fmt: skip
 
 
 class RecordingTranslator:
-    """Echoes each text upper-cased; records the texts of every search and the thread it ran on."""
+    """Echoes each text upper-cased; records the texts of every search and the thread it ran on. A
+    search with "poison" in it fails with a UserError (the request's fault), with "crash" a RuntimeError."""
 
     def __init__(self) -> None:
         self.searches: list[list[str]] = []
         self.threads: set[str] = {threading.current_thread().name}
 
-    def encode(self, texts: list[str]) -> SimpleNamespace:
-        return SimpleNamespace(sources=texts)
-
-    def search(self, texts: list[str], options: SearchOptions, *, max_tokens: int) -> list[str]:
-        self.searches.append(list(texts))
+    def search(self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int) -> list[str]:
+        texts = ["".join(map(chr, source)) for source in sources]
+        self.searches.append(texts)
         self.threads.add(threading.current_thread().name)
+        if any("poison" in text for text in texts):
+            raise UserError("poison cannot be translated")
+        if any("crash" in text for text in texts):
+            raise RuntimeError("the model crashed")
         return [text.upper() for text in texts]
 
-    def join_pieces(self, encoded: SimpleNamespace, results: list[str]) -> list[list[tuple[str, float]]]:
+    def join_pieces(self, encoded: EncodedInput, results: list[str]) -> list[list[tuple[str, float]]]:
         return [[(result, 0.0)] for result in results]
 
 
 async def send_spaced(batcher: BatchingTranslator, count: int, gap_seconds: float) -> list:
     """`count` one-sentence requests, one every `gap_seconds`, all awaited together."""
-    options = SearchOptions()
     tasks = []
     for index in range(count):
-        tasks.append(asyncio.create_task(batcher.translate([f"s{index}"], options)))
+        tasks.append(asyncio.create_task(batcher.translate(encode(f"s{index}"), OPTIONS)))
         await asyncio.sleep(gap_seconds)
     return await asyncio.gather(*tasks)
 
@@ -95,3 +108,73 @@ def test_a_failed_load_is_raised_by_the_constructor() -> None:
 
     with pytest.raises(FileNotFoundError, match=r"missing\.pt"):
         BatchingTranslator(load)
+
+
+def test_a_failed_batch_is_retried_one_by_one_and_only_the_culprit_fails() -> None:
+    translator = RecordingTranslator()
+    batcher = BatchingTranslator(lambda: translator, batch_wait_ms=300, max_batch_wait_ms=2000)
+    requests = [encode("a", "b"), encode("c", "poison"), encode("crash"), encode("d")]
+
+    async def send() -> list:
+        tasks = [asyncio.create_task(batcher.translate(request, OPTIONS)) for request in requests]
+        return await asyncio.gather(*tasks, return_exceptions=True)
+
+    try:
+        answers = asyncio.run(send())
+    finally:
+        batcher.close()
+    assert translator.searches[0] == ["a", "b", "c", "poison", "crash", "d"]  # one batch, which failed
+    assert answers[0] == [[("A", 0.0)], [("B", 0.0)]] and answers[3] == [[("D", 0.0)]]
+    assert isinstance(answers[1], HTTPError) and answers[1].status == 422
+    assert answers[1].message == "sentence 1: poison cannot be translated"
+    assert isinstance(answers[2], HTTPError) and answers[2].status == 500
+    assert "RuntimeError" in answers[2].message and "crashed" not in answers[2].message
+    assert batcher.stats.retried_batches == 1 and batcher.stats.failed_requests == 2
+
+
+def test_a_full_queue_refuses_at_once_and_a_cancelled_request_is_never_searched() -> None:
+    translator = RecordingTranslator()
+    batcher = BatchingTranslator(lambda: translator, batch_wait_ms=400, max_batch_wait_ms=400, max_queue=2)
+
+    async def send() -> tuple:
+        first = asyncio.create_task(batcher.translate(encode("first"), OPTIONS))
+        second = asyncio.create_task(batcher.translate(encode("second"), OPTIONS))
+        await asyncio.sleep(0.1)  # both wait in the open batch
+        with pytest.raises(HTTPError) as refused:
+            await batcher.translate(encode("third"), OPTIONS)
+        second.cancel()  # its client has gone: dropped before the search
+        await asyncio.sleep(0)
+        waiting = batcher.waiting
+        return await first, refused.value, waiting
+
+    try:
+        first, refused, waiting = asyncio.run(send())
+    finally:
+        batcher.close()
+    assert refused.status == 503 and refused.headers == {"Retry-After": "1"}
+    assert "max_queue=2" in refused.message and waiting == 1
+    assert first == [[("FIRST", 0.0)]] and translator.searches == [["first"]]
+    assert batcher.stats.dropped == 1 and batcher.waiting == 0
+
+
+class Fatal(BaseException):
+    """Something no `except Exception` catches: it ends the model thread."""
+
+
+def test_a_dead_model_thread_answers_503_and_says_so() -> None:
+    translator = RecordingTranslator()
+    batcher = BatchingTranslator(lambda: translator, batch_wait_ms=1)
+
+    def search(*args: object, **kwargs: object) -> None:
+        raise Fatal("the thread ends")
+
+    translator.search = search  # type: ignore[method-assign]
+
+    async def send() -> list:
+        first = await asyncio.gather(batcher.translate(encode("a"), OPTIONS), return_exceptions=True)
+        later = await asyncio.gather(batcher.translate(encode("b"), OPTIONS), return_exceptions=True)
+        return first + later
+
+    answers = asyncio.run(asyncio.wait_for(send(), timeout=10))  # nothing hangs
+    assert [(type(a), a.status) for a in answers] == [(HTTPError, 503), (HTTPError, 503)]
+    assert not batcher.healthy

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import sentences
+from serving import sentences
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
 
 OPTIONS = SearchOptions(beam_size=5, max_len_a=0.0, max_len_b=12)
+JSON = {"Content-Type": "application/json"}
 
 
 def cli_translations(checkpoint: Path, lines: list[str], tmp_path: Path, *overrides: str) -> list[str]:
@@ -44,7 +45,8 @@ def test_answers_equal_seq2seq_translate(start_server, checkpoint, tmp_path):
     assert [len(row) for row in nbest["translations"]] == [3, 3] and len(nbest["scores"][0]) == 3
     health = httpx.get(f"{server.url}/health").json()
     assert health == {"status": "ok", "model": "model.pt", "step": 3, "engine": "torch",
-                      "source_language": "en", "target_language": "xx"}  # fmt: skip
+                      "source_language": "en", "target_language": "xx",
+                      "api_key_required": False}  # fmt: skip
 
 
 def test_concurrent_clients_are_batched_and_each_gets_its_own_answer(start_server, checkpoint):
@@ -100,9 +102,7 @@ BAD_REQUESTS = [
 def test_each_bad_request_gets_its_status_and_message(start_server):
     server = start_server("max_sentences=4", "max_chars=100", "max_beam_size=8", "max_body_bytes=2000")
     for body, status, message in BAD_REQUESTS:
-        response = httpx.post(
-            f"{server.url}/translate", content=body, headers={"Content-Type": "application/json"}
-        )
+        response = httpx.post(f"{server.url}/translate", content=body, headers=JSON)
         assert response.status_code == status, (body, response.text)
         assert message in response.json()["error"]
 
@@ -110,7 +110,7 @@ def test_each_bad_request_gets_its_status_and_message(start_server):
         for _ in range(10):
             yield b" " * 500
 
-    response = httpx.post(f"{server.url}/translate", content=chunked())
+    response = httpx.post(f"{server.url}/translate", content=chunked(), headers=JSON)
     assert response.status_code == 413 and "exceeds the limit of 2000 bytes" in response.json()["error"]
     assert httpx.get(f"{server.url}/health").json()["status"] == "ok"
     assert httpx.post(f"{server.url}/translate", json={"text": "in the beginning"}).status_code == 200
