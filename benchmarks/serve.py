@@ -1,30 +1,49 @@
 #!/usr/bin/env python
 """Serving over HTTP: throughput and latency of seq2seq-serve with 1, 8 and 32 concurrent clients,
-against the same sentences translated offline in one call (the upper bound a server can reach).
+against the same sentences translated offline in one call (the upper bound a server can reach); or, with
+--hostile, whether one client sending bad requests costs 32 well-behaved clients anything.
 
     python benchmarks/serve.py                               # runs/quickstart/best.pt, 400 test sentences
     python benchmarks/serve.py --checkpoint CKPT --sentences 200 --clients 1 8 32
+    python benchmarks/serve.py --hostile --duration 60       # 60 s without the bad client, 60 s with it
 
 The server runs in its own process with --threads threads (batch_wait_ms and max_batch_tokens at their
 defaults); each client sends one Bible test sentence per request (beam 5) and waits for the answer
 before sending the next; clients share one asyncio event loop in this process. The offline figure is
 Translator.translate on all the sentences at once in a separate process with the same threads.
 Both sides share the machine's cores with the clients, as a server on a small machine would.
+
+--hostile starts one server (long_lines=error), warms it up with good load for --warmup seconds (the
+model's RSS grows under load of varied batch shapes until its caches are full, about 30 s on a tiny
+model, with or without HTTP), then runs the 32 good clients (one test sentence per request, beam 5) for
+--duration seconds alone and again for --duration seconds beside one bad client in a process of its
+own. The bad client sends, one after another as fast as it is answered, a sentence over the model's
+token limit (under max_chars), a lone surrogate, 200 kB of nested JSON, wrong types, invalid JSON, a
+wrong Content-Type, bodies over max_body_bytes (declared, and streamed without a length), and it
+disconnects mid-body and before its answer. Printed: good requests answered 200 (must be 100%), bad
+ones answered 4xx (must be 100%; the disconnects cannot be answered and are listed apart), 5xx answers
+seen by anyone or counted by the server (must be 0), the good clients' throughput with the bad client
+as a ratio of without (target >= 0.90), and the server's RSS after the hostile phase against after the
+equally long good-only phase (target within 10%).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
-from common import describe_machine, format_table, load_average, print_headline
+from common import describe_machine, format_table, load_average, mib, print_headline
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -100,6 +119,166 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+# ----------------------------------------------------------------------------- --hostile
+
+
+def server_rss(server: subprocess.Popen) -> int:
+    """The server process's resident set in bytes (Linux)."""
+    with open(f"/proc/{server.pid}/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+
+async def good_clients(url: str, lines: list[str], clients: int, seconds: float) -> tuple[Counter, float]:
+    """Statuses of `clients` clients sending one line per request until `seconds` have passed, and the
+    seconds it took (the last requests finish after the deadline)."""
+    import httpx
+
+    statuses: Counter = Counter()
+    todo, deadline = itertools.cycle(lines), time.monotonic() + seconds
+
+    async def client(http: httpx.AsyncClient) -> None:
+        while time.monotonic() < deadline:
+            try:
+                statuses[(await http.post(f"{url}/translate", json={"text": next(todo)})).status_code] += 1
+            except httpx.HTTPError as error:
+                statuses[type(error).__name__] += 1
+
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as http:
+        start = time.perf_counter()
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+        return statuses, time.perf_counter() - start
+
+
+def raw_request(url: str, body: bytes, *, send_bytes: int) -> str:
+    """Send the first `send_bytes` of a JSON POST of `body` on a socket of its own, then disconnect."""
+    host, port = url.removeprefix("http://").split(":")
+    head = (f"POST /translate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()  # fmt: skip
+    with socket.create_connection((host, int(port))) as connection:
+        connection.sendall((head + body)[: len(head) + send_bytes])
+    return "disconnected"
+
+
+def bad_kinds(max_chars: int, max_body_bytes: int) -> dict[str, Callable]:
+    """Each kind of bad request: a function (http client, url) -> the status it got."""
+    long_line = " ".join("abcdefghij" * (max_chars // 20))[: max_chars - 1]  # ~1 token per character pair
+    oversize = b" " * (max_body_bytes + 1)
+    wrong = itertools.cycle([{"text": 5}, {"text": ["a", 3]}, {"text": "a", "beam_size": "5"}, {"text": []},
+                             {"text": "a", "speed": 1}, ["text"]])  # fmt: skip
+    json_type = {"Content-Type": "application/json"}
+
+    def post(body: bytes, headers: dict = json_type) -> Callable:
+        return lambda http, url: http.post(f"{url}/translate", content=body, headers=headers).status_code
+
+    def chunks():
+        for _ in range(max_body_bytes // 65536 + 2):
+            yield b" " * 65536
+
+    return {
+        "over the token limit": post(json.dumps({"text": [long_line]}).encode()),
+        "lone surrogate": post(b'{"text": ["fine", "ok \\ud800"]}'),
+        "200 kB of nesting": post(b"[" * 200_000),
+        "wrong types": lambda http, url: http.post(f"{url}/translate", json=next(wrong)).status_code,
+        "invalid JSON": post(b'{"text": "unterminated'),
+        "not JSON (a form)": post(b"text=hello", {"Content-Type": "application/x-www-form-urlencoded"}),
+        "body over the limit": post(oversize),
+        "streamed body over the limit": lambda http, url: (
+            http.post(f"{url}/translate", content=chunks(), headers=json_type).status_code
+        ),
+        "disconnect mid-body": lambda http, url: raw_request(
+            url, b'{"text": "in the beginning"}', send_bytes=9
+        ),
+        "disconnect before the answer": lambda http, url: raw_request(
+            url, b'{"text": "in the beginning"}', send_bytes=10**6
+        ),
+    }
+
+
+def bad_client(url: str, seconds: float, max_chars: int, max_body_bytes: int, start, results) -> None:
+    """The hostile client (its own process): every kind of bad request in turn until `seconds` pass."""
+    import httpx
+
+    kinds = bad_kinds(max_chars, max_body_bytes)
+    counts: dict[str, Counter] = {kind: Counter() for kind in kinds}
+    start.wait()
+    deadline = time.monotonic() + seconds
+    with httpx.Client(timeout=60) as http:
+        for kind, send in itertools.cycle(kinds.items()):
+            if time.monotonic() >= deadline:
+                break
+            try:
+                counts[kind][send(http, url)] += 1
+            except httpx.HTTPError as error:
+                counts[kind][type(error).__name__] += 1
+    results.put({kind: dict(counter) for kind, counter in counts.items()})
+
+
+def server_5xx(url: str) -> int:
+    """5xx answers the server counted (its /metrics)."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    samples = [s for f in text_string_to_metric_families(httpx.get(f"{url}/metrics").text) for s in f.samples]
+    return int(
+        sum(s.value for s in samples if s.name == "seq2seq_requests_total" and s.labels["status"] >= "500")
+    )
+
+
+def hostile_run(url: str, server: subprocess.Popen, lines: list[str], args: argparse.Namespace) -> dict:
+    """Good clients alone, then beside the bad client: statuses, throughputs and RSS of both phases."""
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Event(), context.Queue()
+    bad = context.Process(target=bad_client, args=(url, args.duration, 2000, 1 << 20, start, results))
+    bad.start()  # imports while the good clients run alone; starts sending when `start` is set
+    asyncio.run(good_clients(url, lines, args.good_clients, args.warmup))  # to the model's RSS plateau
+    rss_startup = server_rss(server)
+    alone, alone_seconds = asyncio.run(good_clients(url, lines, args.good_clients, args.duration))
+    rss_before = server_rss(server)
+    start.set()
+    beside, beside_seconds = asyncio.run(good_clients(url, lines, args.good_clients, args.duration))
+    bad_counts = results.get(timeout=args.duration + 300)
+    bad.join()
+    return {"alone": alone, "alone_s": alone_seconds, "beside": beside, "beside_s": beside_seconds,
+            "bad": bad_counts, "rss": (rss_startup, rss_before, server_rss(server)),
+            "server_5xx": server_5xx(url)}  # fmt: skip
+
+
+def report_hostile(run: dict, clients: int, duration: float) -> None:
+    alone_rate = run["alone"][200] / run["alone_s"]
+    beside_rate = run["beside"][200] / run["beside_s"]
+    good_total = sum(run["beside"].values())
+    rows, bad_sent, bad_4xx, disconnects, client_5xx = [], 0, 0, 0, 0
+    for kind, statuses in run["bad"].items():
+        answered = {s: n for s, n in statuses.items() if s != "disconnected"}
+        disconnects += statuses.get("disconnected", 0)
+        bad_sent += sum(answered.values())
+        bad_4xx += sum(n for s, n in answered.items() if isinstance(s, int) and 400 <= s < 500)
+        client_5xx += sum(n for s, n in answered.items() if isinstance(s, int) and s >= 500)
+        rows.append([kind, ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items(), key=str))])
+    client_5xx += sum(n for s, n in (run["alone"] + run["beside"]).items() if isinstance(s, int) and s >= 500)
+    print(f"\n{clients} good clients, {duration:g} s alone then {duration:g} s beside one bad client\n")
+    print(format_table(["bad request", "answers (status: count)"], rows))
+    rss_startup, rss_before, rss_after = run["rss"]
+    print(
+        f"\ngood clients alone: {dict(run['alone'])} in {run['alone_s']:.1f} s ({alone_rate:.1f} requests/s)"
+    )
+    print(f"good clients beside the bad one: {dict(run['beside'])} in {run['beside_s']:.1f} s "
+          f"({beside_rate:.1f} requests/s)")  # fmt: skip
+    print(f"bad client: {bad_sent} answerable requests, {disconnects} disconnects (no answer possible)")
+    print(f"server RSS: {mib(rss_startup)} MiB after the warm-up, {mib(rss_before)} MiB after the good-only "
+          f"phase, {mib(rss_after)} MiB after the hostile phase")  # fmt: skip
+    print_headline(
+        "good requests answered 200", "-", f"{run['beside'][200] / max(good_total, 1):.2%}", "100%"
+    )
+    print_headline("bad requests answered 4xx", "-", f"{bad_4xx / max(bad_sent, 1):.2%}", "100%")
+    print_headline("5xx answers (clients / server count)", "-", f"{client_5xx} / {run['server_5xx']}", "0")
+    print_headline("good throughput beside the bad client", "good clients alone",
+                   f"{beside_rate / alone_rate:.2f}x", ">= 0.90x")  # fmt: skip
+    print_headline("server RSS after the hostile phase", "after the good-only phase",
+                   f"{rss_after / rss_before:.2f}x", "within 10%")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "runs" / "quickstart" / "best.pt")
@@ -108,11 +287,25 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--server", nargs="*", default=[], help="seq2seq-serve overrides: batch_wait_ms=10")
+    parser.add_argument("--hostile", action="store_true", help="good clients alone, then beside a bad one")
+    parser.add_argument("--duration", type=float, default=60.0, help="--hostile: seconds of each phase")
+    parser.add_argument("--good-clients", type=int, default=32, help="--hostile: well-behaved clients")
+    parser.add_argument("--warmup", type=float, default=30.0, help="--hostile: seconds of good load first")
     args = parser.parse_args()
     if not args.checkpoint.is_file():
         sys.exit(f"{args.checkpoint} does not exist; run scripts/quickstart.sh first or pass --checkpoint")
     lines = (args.data_dir / "test.en").read_text(encoding="utf-8").splitlines()[: args.sentences]
     print(describe_machine(args.threads))
+    if args.hostile:
+        server, url = start_server(args.checkpoint, args.threads, ["long_lines=error", *args.server])
+        try:
+            run = hostile_run(url, server, lines, args)
+        finally:
+            server.terminate()
+            server.wait()
+        report_hostile(run, args.good_clients, args.duration)
+        print(f"load average at the end: {load_average()}")
+        return
     upper = offline(args.checkpoint, lines, args.threads)
     server, url = start_server(args.checkpoint, args.threads, args.server)
     rows, measured = [["offline, one call", f"{upper:.1f}", "", "", "1.00", ""]], {}
