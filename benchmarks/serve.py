@@ -279,6 +279,17 @@ def report_hostile(run: dict, clients: int, duration: float) -> None:
                    f"{rss_after / rss_before:.2f}x", "within 10%")  # fmt: skip
 
 
+def hostile(args: argparse.Namespace, lines: list[str]) -> None:
+    server, url = start_server(args.checkpoint, args.threads, ["long_lines=error", *args.server])
+    try:
+        run = hostile_run(url, server, lines, args)
+    finally:
+        server.terminate()
+        server.wait()
+    report_hostile(run, args.good_clients, args.duration)
+    print(f"load average at the end: {load_average()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "runs" / "quickstart" / "best.pt")
@@ -297,14 +308,7 @@ def main() -> None:
     lines = (args.data_dir / "test.en").read_text(encoding="utf-8").splitlines()[: args.sentences]
     print(describe_machine(args.threads))
     if args.hostile:
-        server, url = start_server(args.checkpoint, args.threads, ["long_lines=error", *args.server])
-        try:
-            run = hostile_run(url, server, lines, args)
-        finally:
-            server.terminate()
-            server.wait()
-        report_hostile(run, args.good_clients, args.duration)
-        print(f"load average at the end: {load_average()}")
+        hostile(args, lines)
         return
     upper = offline(args.checkpoint, lines, args.threads)
     server, url = start_server(args.checkpoint, args.threads, args.server)

@@ -68,33 +68,11 @@ def create_app(
     metrics.watch(lambda: batcher.waiting, lambda: batcher.healthy)
     page = resources.files("seq2seq.serve").joinpath("page.html").read_text(encoding="utf-8")
     _add_error_handlers(app)
+    _add_monitoring(app, batcher, metrics, name=name, api_key=api_key, error_delay_ms=error_delay_ms)
 
     @app.get("/", response_class=HTMLResponse)
     async def index() -> str:
         return page
-
-    @app.get("/health")
-    async def health() -> JSONResponse:
-        translator, healthy = batcher.translator, batcher.healthy
-        languages = getattr(translator, "languages", None) or (None, None)
-        answer = {"status": "ok" if healthy else "unhealthy", "model": name, "step": translator.step,
-                  "engine": translator.engine.name, "source_language": languages[0],
-                  "target_language": languages[1], "api_key_required": api_key is not None}  # fmt: skip
-        if not healthy:
-            answer["error"] = "the model thread has stopped; restart the server"
-        return JSONResponse(answer, status_code=200 if healthy else 503)
-
-    @app.get("/stats")
-    async def stats(request: Request) -> Response:
-        if (refused := await _refused(request, api_key, error_delay_ms)) is not None:
-            return refused
-        return JSONResponse(dict(batcher.stats.__dict__))
-
-    @app.get("/metrics")
-    async def metrics_page(request: Request) -> Response:
-        if (refused := await _refused(request, api_key, error_delay_ms)) is not None:
-            return refused
-        return Response(metrics.exposition(), media_type=metrics.content_type)
 
     @app.post("/translate")
     async def translate(request: Request) -> Response:
@@ -113,6 +91,36 @@ def create_app(
         return response
 
     return app
+
+
+def _add_monitoring(
+    app: FastAPI, batcher: BatchingTranslator, metrics: Metrics, *, name: str, api_key: str | None,
+    error_delay_ms: float,
+) -> None:  # fmt: skip
+    """GET /health (open, 503 once the model thread has stopped), /stats and /metrics (need the key)."""
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        translator, healthy = batcher.translator, batcher.healthy
+        languages = translator.languages or (None, None)
+        answer = {"status": "ok" if healthy else "unhealthy", "model": name, "step": translator.step,
+                  "engine": translator.engine.name, "source_language": languages[0],
+                  "target_language": languages[1], "api_key_required": api_key is not None}  # fmt: skip
+        if not healthy:
+            answer["error"] = "the model thread has stopped; restart the server"
+        return JSONResponse(answer, status_code=200 if healthy else 503)
+
+    @app.get("/stats")
+    async def stats(request: Request) -> Response:
+        if (refused := await _refused(request, api_key, error_delay_ms)) is not None:
+            return refused
+        return JSONResponse(dict(batcher.stats.__dict__))
+
+    @app.get("/metrics")
+    async def metrics_page(request: Request) -> Response:
+        if (refused := await _refused(request, api_key, error_delay_ms)) is not None:
+            return refused
+        return Response(metrics.exposition(), media_type=metrics.content_type)
 
 
 async def _translate(
