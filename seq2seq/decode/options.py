@@ -7,6 +7,7 @@ The `decode` config group holds the same keys. The defaults here are those of `c
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +64,8 @@ class SearchOptions:
 
 
 def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
-    """The known search options among `values`, ints accepted for floats; a wrong type is a UserError."""
+    """The known search options among `values`, ints accepted for floats; a wrong type or a non-finite
+    number is a UserError."""
     typed = {}
     for name, field in SearchOptions.__dataclass_fields__.items():
         if name not in values:
@@ -74,6 +76,10 @@ def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise UserError(
                 f"{prefix}{name}={value!r} must be {field.type}; e.g. {prefix}{name}={field.default}"
+            )
+        if kind is float and not math.isfinite(value):  # Hydra reads inf and nan as numbers
+            raise UserError(
+                f"{prefix}{name}={value!r} must be a finite number; e.g. {prefix}{name}={field.default}"
             )
         typed[name] = value
     return typed

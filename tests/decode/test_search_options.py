@@ -51,3 +51,13 @@ def test_wrong_types_are_one_line_errors_naming_the_key(key: str, value: object)
     with pytest.raises(UserError, match=rf"^decode\.{key}=.* must be ") as error:
         SearchOptions.from_config({key: value})
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("key", "value"), [("max_len_a", float("inf")), ("length_penalty", float("nan"))])
+def test_non_finite_numbers_are_one_line_errors(key: str, value: float) -> None:
+    """Hydra reads decode.max_len_a=inf as a float: refused before any model is loaded."""
+    with pytest.raises(UserError, match=rf"^decode\.{key}=.* must be a finite number") as error:
+        SearchOptions.from_config({key: value})
+    assert "\n" not in str(error.value)
+    with pytest.raises(UserError, match="must be a finite number"):
+        SearchOptions().replace(**{key: value})
