@@ -31,6 +31,7 @@ from seq2seq.cli.training_data import RunData, load_data
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.model import check_embedding_sharing, count_parameters
+from seq2seq.nn.linear import bound_onednn_caches
 from seq2seq.train import distributed
 from seq2seq.train.averaging import average_and_validate
 from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
@@ -114,6 +115,7 @@ def train(cfg: DictConfig) -> float | None:
     of the averaged checkpoint (of last.pt when too few were written), else the best validation BLEU."""
     check_targets(cfg)
     check_averaging(cfg.trainer)
+    bound_onednn_caches()  # bf16 autocast and validation build oneDNN primitives per batch shape
     check_embedding_sharing(bool(cfg.model.share_embeddings), joint_vocabulary=bool(cfg.data.tokenizer.joint))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = pick_device(

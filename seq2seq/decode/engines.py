@@ -20,6 +20,7 @@ from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import length_sorted_batches, search_ids
 from seq2seq.errors import UserError
+from seq2seq.nn.linear import bound_onednn_caches
 
 OnBatch = Callable[[int], Any] | None
 EXPORTED_MODEL_FILE = "model.bin"  # what makes a directory a CTranslate2 model
@@ -31,6 +32,7 @@ class TorchEngine:
     name = "torch"
 
     def __init__(self, model: nn.Module, ids: SpecialIds, *, device: torch.device, precision: str) -> None:
+        bound_onednn_caches()  # a long-running translator meets new batch shapes all the time
         self.model, self.ids, self.device, self.precision = model.to(device).eval(), ids, device, precision
 
     @property

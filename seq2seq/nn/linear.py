@@ -9,23 +9,42 @@ GFLOP/s in one run, MKL vs oneDNN): output projection 320 x 256 -> 8000: 109 vs 
 oneDNN is used only where nothing can need a gradient (no_grad / inference_mode), for float32
 CPU tensors outside autocast, and only when this PyTorch build has the kernel; everything else,
 training included, goes through F.linear unchanged. The two differ only in float32 rounding.
+
+oneDNN builds a primitive (JIT-compiled code) per input shape and keeps it in two caches, ideep's
+(`LRU_CACHE_CAPACITY`) and oneDNN's own (`ONEDNN_PRIMITIVE_CACHE_CAPACITY`), 1024 entries each by default.
+Decoding meets a new row count at almost every batch, so a long-running server grew without visible
+end: a translator fed batches of 1-24 random sentences (the 7.6M-parameter model, AMD EPYC,
+AVX512-BF16, torch 2.13.0+cpu) held 822 MiB after 1,920 sentences and kept growing, against 413 MiB
+with 64 entries each, at the same speed (45 sentences/s either way, within run-to-run noise).
+`bound_onednn_caches` sets 64 unless the variables are set already; they are read when the caches are
+first used, so it runs before the first oneDNN primitive (engines and training call it at start).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 log = logging.getLogger(__name__)
+ONEDNN_CACHE_VARIABLES = ("LRU_CACHE_CAPACITY", "ONEDNN_PRIMITIVE_CACHE_CAPACITY")
+ONEDNN_CACHE_CAPACITY = 64  # primitives per cache; see the module docstring
+
+
+def bound_onednn_caches(capacity: int = ONEDNN_CACHE_CAPACITY) -> None:
+    """Cap oneDNN's per-shape primitive caches for this process (a value set by the user wins)."""
+    for name in ONEDNN_CACHE_VARIABLES:
+        os.environ.setdefault(name, str(capacity))
 
 
 @functools.cache
 def onednn_linear_available() -> bool:
     """Whether this PyTorch build can run a float32 linear through oneDNN (checked once)."""
+    bound_onednn_caches()  # before the check below builds the process's first primitive
     try:
         kernel = torch.ops.mkldnn._linear_pointwise
         if not torch.backends.mkldnn.is_available():
@@ -62,4 +81,4 @@ class Linear(nn.Linear):
         return linear(x, self.weight, self.bias)
 
 
-__all__ = ["Linear", "linear", "onednn_linear_available"]
+__all__ = ["Linear", "bound_onednn_caches", "linear", "onednn_linear_available"]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -88,3 +93,49 @@ def test_same_parameters_and_state_dict_as_nn_linear() -> None:
     assert isinstance(module, nn.Linear)
     assert list(module.state_dict()) == list(nn.Linear(48, 40).state_dict())
     module.load_state_dict(nn.Linear(48, 40).state_dict())
+
+
+GROWTH_PROBE = """
+import torch
+from seq2seq.nn.linear import linear, onednn_linear_available
+def rss_mib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS:"))
+assert onednn_linear_available()
+weights = [torch.randn(out, 256) for out in (768, 1024, 8000)]
+with torch.inference_mode():
+    [linear(torch.randn(1, 256), w) for w in weights]
+    start = rss_mib()
+    for rows in range(2, 401):  # a new batch shape each time, as decoding meets them
+        x = torch.randn(rows, 256)
+        for w in weights:
+            linear(x, w)
+print(rss_mib() - start)
+"""
+
+
+def memory_growth(env: dict[str, str]) -> int:
+    """MiB a fresh process grows by while running the linears of 400 row counts."""
+    clean = {k: v for k, v in os.environ.items() if k not in linear_module.ONEDNN_CACHE_VARIABLES}
+    result = subprocess.run(
+        [sys.executable, "-c", GROWTH_PROBE], env={**clean, **env, "OMP_NUM_THREADS": "1"},
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    return int(result.stdout.strip().splitlines()[-1])
+
+
+@needs_onednn
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the RSS from /proc (Linux)")
+def test_onednn_primitive_caches_are_bounded_so_memory_stops_growing_with_new_shapes() -> None:
+    defaults = {name: "1024" for name in linear_module.ONEDNN_CACHE_VARIABLES}  # oneDNN's and ideep's own
+    unbounded = memory_growth(defaults)
+    bounded = memory_growth({})
+    assert bounded * 3 < unbounded, (bounded, unbounded)
+
+
+def test_bound_onednn_caches_keeps_a_value_the_user_set(monkeypatch) -> None:
+    first, second = linear_module.ONEDNN_CACHE_VARIABLES
+    monkeypatch.setenv(first, "8")
+    monkeypatch.delenv(second, raising=False)
+    linear_module.bound_onednn_caches()
+    assert os.environ[first] == "8" and os.environ[second] == str(linear_module.ONEDNN_CACHE_CAPACITY)
