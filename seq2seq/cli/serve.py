@@ -50,14 +50,15 @@ def serve(cfg: DictConfig) -> None:
     settings = read_settings(cfg)
     limits = Limits(**{key: settings.pop(key) for key in LIMITS})
     metrics = Metrics()
-    options = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
+    decode = OmegaConf.to_container(cfg.decode)  # keys left null: the model's own tuned values, if any
+    SearchOptions.from_config(decode)  # checked now, before the model loads
 
     def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
         if settings["threads"]:
             torch.set_num_threads(settings["threads"])
         translator = Translator.from_checkpoint(
             checkpoint, engine=str(cfg.engine), device=pick_device(str(cfg.device)),
-            precision=str(cfg.precision), options=options,
+            precision=str(cfg.precision), options=decode,
             max_input_tokens=settings["max_input_tokens"], long_lines=str(cfg.long_lines),
         )  # fmt: skip
         translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user

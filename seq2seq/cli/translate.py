@@ -6,6 +6,7 @@ echo "In the beginning God created the heavens." | seq2seq-translate checkpoint=
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -21,7 +22,6 @@ from tqdm import tqdm
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
 from seq2seq.decode.attention_plot import column_labels, save_attention_png
 from seq2seq.decode.common import Hypothesis
-from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import pad_batch
 from seq2seq.decode.text_input import read_text_lines
 from seq2seq.decode.translator import EncodedInput, Translator
@@ -93,12 +93,16 @@ def translate(cfg: DictConfig) -> None:
         format="%(asctime)s %(levelname)s %(message)s",
         datefmt="%H:%M:%S",
     )
-    decode = OmegaConf.to_container(cfg.decode)
     translator = Translator.from_checkpoint(
-        checkpoint_paths(cfg.checkpoint), device=pick_device(str(cfg.device)),
-        engine=str(cfg.engine), precision=str(cfg.precision), options=SearchOptions.from_config(decode),
-        max_input_tokens=cfg.max_input_tokens, long_lines=str(cfg.long_lines),
-    )  # fmt: skip
+        checkpoint_paths(cfg.checkpoint),
+        device=pick_device(str(cfg.device)),
+        engine=str(cfg.engine),
+        precision=str(cfg.precision),
+        options=OmegaConf.to_container(cfg.decode),
+        max_input_tokens=cfg.max_input_tokens,
+        long_lines=str(cfg.long_lines),
+    )  # fmt: skip  (decode keys left null take the model's own tuned values: seq2seq.decode.tuned)
+    decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
     if (cfg.alignment or cfg.attention_dir) and not hasattr(translator.model, "cross_attention"):
         raise UserError(
             f"alignment and attention_dir need one PyTorch model, not engine={translator.engine.name} "

@@ -73,13 +73,16 @@ def beam_search(
     *,
     prefix: Prefix = None,
     ids: SpecialIds = SPECIAL_IDS,
+    all_finished: bool = False,
 ) -> list[list[Hypothesis]]:
     """The `options.nbest` best hypotheses per sentence, best first (score = log_prob / GNMT penalty).
 
     `options.length_penalty` is the GNMT alpha (0 = rank by summed log-probability); `options.stop_early`
     chooses when a sentence is done (module docstring). `prefix` forces the first output tokens: one
     shared list, one list per sentence (lengths may differ), or a (B, P) tensor right-padded with pad_id;
-    forced tokens count in the output, score and length.
+    forced tokens count in the output, score and length. `all_finished`: every finished hypothesis, not
+    only `nbest`; with `stop_early` which ones finish does not depend on the length penalty, so
+    re-ranking them under another penalty gives exactly that penalty's search result.
     Shapes: src (B, S) right-padded with pad_id -> B lists of `nbest` hypotheses.
     """
     beam_size, nbest = options.beam_size, options.nbest
@@ -94,7 +97,8 @@ def beam_search(
         logits, state = model.decode_step(beams.tokens[:, -1:], state)  # (N, V)
         logprobs = next_token_scores(logits, beams.tokens, beams.rules, log_probs=ready)
         _step(beams, state, logprobs, finished, limits=limits, options=options)
-    return [sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest] for hyps in finished]
+    kept = None if all_finished else nbest
+    return [sorted(hyps, key=lambda h: h.score, reverse=True)[:kept] for hyps in finished]
 
 
 def _initial_beams(batch: int, beam_size: int, rules: StepRules, *, device: torch.device) -> _Beams:

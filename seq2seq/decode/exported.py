@@ -2,7 +2,8 @@
 
 <dir>/model.bin, config.json, *vocabulary*   CTranslate2's own files
 <dir>/source.spm.model, target.spm.model     our sentencepiece models (one file, spm.model, when joint)
-<dir>/seq2seq.json                           what a Translator needs besides: step, limits, settings
+<dir>/seq2seq.json                           what a Translator needs besides: step, limits, settings, and
+                                             `decoding`, the model's own tuned search settings if any
 """
 
 from __future__ import annotations

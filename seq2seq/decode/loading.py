@@ -14,6 +14,7 @@ from torch import nn
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.ensemble import Ensemble
+from seq2seq.decode.tuned import PAYLOAD_KEY
 from seq2seq.errors import UserError
 from seq2seq.model import build_model
 from seq2seq.nn.backends import xformers_installed
@@ -28,6 +29,7 @@ class LoadedModel:
     tgt_tokenizer: Tokenizer
     config: dict[str, Any]
     step: int
+    decoding: dict[str, Any] | None = None  # the model's own tuned search settings (seq2seq.decode.tuned)
 
 
 def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
@@ -58,6 +60,7 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         tgt_tokenizer=tgt_tokenizer,
         config=payload.get("config", {}),
         step=int(payload.get("step", 0)),
+        decoding=payload.get(PAYLOAD_KEY),
     )
 
 
@@ -77,7 +80,8 @@ def usable_model_config(config: dict[str, Any], device: torch.device) -> dict[st
 
 
 def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:
-    """One checkpoint as it is, or several as an Ensemble; their tokenizers must be the same."""
+    """One checkpoint as it is, or several as an Ensemble; their tokenizers must be the same. An ensemble
+    has the first model's config, tuned decoding settings and tokenizers."""
     members = [load_for_inference(path, device) for path in paths]
     if len(members) == 1:
         return members[0]
@@ -90,5 +94,10 @@ def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:
             )
     ensemble = Ensemble([member.model for member in members]).to(device).eval()
     return LoadedModel(
-        ensemble, first.src_tokenizer, first.tgt_tokenizer, first.config, max(m.step for m in members)
+        ensemble,
+        first.src_tokenizer,
+        first.tgt_tokenizer,
+        first.config,
+        max(m.step for m in members),
+        first.decoding,
     )

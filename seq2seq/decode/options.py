@@ -2,6 +2,8 @@
 
 The `decode` config group holds the same keys. The defaults here are those of `configs/decode/greedy.yaml`
 (beam.yaml and sample.yaml are diffs on top of it); tests/cli/test_config_defaults.py keeps them equal.
+There, `length_penalty` and `max_len_a` are null: a model may carry its own values for them, tuned on dev
+data at the end of training (seq2seq.decode.tuned), and null is how a config says "not set here".
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 from seq2seq.errors import UserError
 
 _TYPES = {"int": int, "float": float, "bool": bool}
+# Settings a model may carry values of its own for (seq2seq.decode.tuned); null in a config = not set.
+MODEL_TUNED = ("length_penalty", "max_len_a")
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,14 @@ class SearchOptions:
     seed: int = 0  # with sampling: the same seed and input give the same output
 
     @classmethod
-    def from_config(cls, decode: Mapping[str, Any]) -> SearchOptions:
+    def from_config(cls, decode: Mapping[str, Any], base: SearchOptions | None = None) -> SearchOptions:
         """The options of a `decode` config group; a value of the wrong type is a one-line UserError.
 
-        Keys that are not search options are ignored (Hydra's `defaults` list, comments-as-keys).
+        Keys that are not search options are ignored (Hydra's `defaults` list, comments-as-keys); keys
+        absent, and MODEL_TUNED keys that are null, keep `base`'s values (default: SearchOptions()).
         """
-        return cls(**_typed_values(decode, prefix="decode."))
+        values = {k: v for k, v in decode.items() if not (k in MODEL_TUNED and v is None)}
+        return dataclasses.replace(cls() if base is None else base, **_typed_values(values, prefix="decode."))
 
     def replace(self, **changes: Any) -> SearchOptions:
         """A copy with `changes` applied (None values are ignored), type-checked like a config."""
@@ -61,6 +67,11 @@ class SearchOptions:
         if self.sampling:
             return f"sampling (temperature {self.temperature}, top-k {self.top_k}, top-p {self.top_p})"
         return f"beam {self.beam_size}" if self.searches_beams else "greedy search"
+
+
+def given_settings(decode: Mapping[str, Any]) -> frozenset[str]:
+    """The MODEL_TUNED keys a `decode` mapping sets (not absent, not null): they win over a model's own."""
+    return frozenset(key for key in MODEL_TUNED if decode.get(key) is not None)
 
 
 def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
@@ -85,4 +96,4 @@ def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
     return typed
 
 
-__all__ = ["SearchOptions"]
+__all__ = ["MODEL_TUNED", "SearchOptions", "given_settings"]

@@ -6,6 +6,9 @@
     translator.translate(["In the beginning was the Word."])        # beam 5 -> ["En el principio ..."]
     translator.translate(texts, beam_size=8, nbest=3, return_scores=True)  # 3 (text, score) per text
 
+Search settings: beam 5 with the model's own length_penalty and max_len_a when training tuned them
+(seq2seq.decode.tuned), else the built-in defaults; `options=` or translate()'s arguments override them.
+
 Input policy, the same as seq2seq-translate's (which is a thin layer over this class): one result per
 input text; an empty or whitespace-only text gives ""; control characters are removed and spaces
 squeezed (`clean_line`); a text longer than `max_input_tokens` is truncated (the count is logged),
@@ -16,7 +19,7 @@ split into chunks translated separately and joined (`long_lines="split"`), or re
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +30,11 @@ from torch import nn
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_model
-from seq2seq.decode.exported import load_exported
+from seq2seq.decode.exported import METADATA_FILE, load_exported
 from seq2seq.decode.loading import load_ensemble
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.text_input import clean_line
+from seq2seq.decode.tuned import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
 from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -39,6 +43,10 @@ LONG_LINE_POLICIES = ("truncate", "split", "error")
 PRECISIONS = ("fp32", "bf16")
 ENGINES = ("auto", "torch", "ctranslate2")
 DEFAULT_OPTIONS = SearchOptions(beam_size=5)  # configs/decode/beam.yaml; a test keeps the two equal
+CTRANSLATE2_PENALTY = (
+    " (tuned with our GNMT length penalty; CTranslate2 divides by length ** penalty, which ranks a little "
+    "differently)"
+)
 
 
 @dataclass
@@ -83,28 +91,40 @@ class Translator:
         engine: str = "auto",
         device: str | torch.device = "cpu",
         precision: str = "fp32",
-        options: SearchOptions = DEFAULT_OPTIONS,
+        options: SearchOptions | Mapping[str, Any] | None = None,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
     ) -> Translator:
         """A checkpoint file (engine "torch"), several checkpoint files (an ensemble of their models), or
         a directory written by `seq2seq-export` (engine "ctranslate2"); "auto" tells them apart. Models and
-        tokenizers come from the files alone."""
+        tokenizers come from the files alone.
+
+        `options`: None = DEFAULT_OPTIONS with the model's own tuned length_penalty and max_len_a, when it
+        has them (seq2seq.decode.tuned); a SearchOptions = exactly those settings; a mapping like the
+        `decode` config = its keys over DEFAULT_OPTIONS, and the model's own values for the tuned keys it
+        leaves out or null. One log line says which values are used and why.
+        """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = _engine_for(paths, engine)
-        policy = {"options": options, "max_input_tokens": max_input_tokens, "long_lines": long_lines}
+        requested, given = requested_options(options, DEFAULT_OPTIONS)
+        policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines}
         if precision not in PRECISIONS:
             raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
         target = torch.device(device)
         if chosen == "ctranslate2":
             exported = load_exported(paths[0], device=target, precision=precision)
+            metadata = f"{paths[0] / METADATA_FILE}"
+            tuned = ModelDecoding.read(exported.metadata.get(PAYLOAD_KEY), f"{metadata}{CTRANSLATE2_PENALTY}")
+            resolved = _resolved(requested, given, tuned, metadata)
             tokenizers = (exported.src_tokenizer, exported.tgt_tokenizer)
-            return cls(*tokenizers, exported.engine, step=exported.step, **policy)
+            return cls(*tokenizers, exported.engine, step=exported.step, options=resolved, **policy)
         loaded = load_ensemble(paths, target)
+        source = str(paths[0]) + (" (the first model of the ensemble)" if len(paths) > 1 else "")
+        resolved = _resolved(requested, given, ModelDecoding.read(loaded.decoding, source), source)
         ids = SpecialIds.of(loaded.tgt_tokenizer)
         torch_engine = TorchEngine(loaded.model, ids, device=target, precision=precision)
         return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, torch_engine, step=loaded.step,
-                   languages=_languages(loaded.config), **policy)  # fmt: skip
+                   languages=_languages(loaded.config), options=resolved, **policy)  # fmt: skip
 
     @property
     def model(self) -> nn.Module | None:
@@ -217,6 +237,15 @@ class Translator:
             scores = [sum(nbest[k].score for nbest in parts) for k in range(depth)]
             joined.append([(" ".join(t for t in text if t), score) for text, score in zip(texts, scores)])
         return joined
+
+
+def _resolved(
+    requested: SearchOptions, given: frozenset[str], tuned: ModelDecoding | None, source: str
+) -> SearchOptions:
+    """The options to search with, the model's own tuned values filled in; logged with the reason."""
+    resolved, note = apply_model_decoding(requested, given, tuned, source)
+    log.info("%s", note)
+    return resolved
 
 
 def _input_limit(max_input_tokens: int | None, max_positions: int) -> int:

@@ -27,6 +27,7 @@ from seq2seq.decode.exported import (
     VERSION,
 )
 from seq2seq.decode.loading import LoadedModel, load_for_inference
+from seq2seq.decode.tuned import PAYLOAD_KEY
 from seq2seq.errors import UserError
 from seq2seq.files import temporary_path
 from seq2seq.nn.positional import sinusoid_table
@@ -211,4 +212,6 @@ def _write_tokenizers_and_metadata(
         "ctranslate2": version,
         "model_config": loaded.model.config,
     }
+    if loaded.decoding is not None:  # the model's own tuned search settings travel with it
+        metadata[PAYLOAD_KEY] = loaded.decoding
     (directory / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")

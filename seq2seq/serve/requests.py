@@ -24,6 +24,8 @@ from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.serve")
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logged and counted, never sent
+FIELDS = ("text", "beam_size", "nbest", "length_penalty")  # what a request body may hold
+MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,9 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> tuple
         raise HTTPError(400, "the body is not valid JSON here: it is nested too deeply") from None
     if not isinstance(payload, dict):
         raise HTTPError(422, 'the body must be a JSON object like {"text": ["..."]}')
-    unknown = sorted(set(payload) - {"text", "beam_size", "nbest"})
+    unknown = sorted(set(payload) - set(FIELDS))
     if unknown:
-        raise HTTPError(422, f"unknown field(s) {', '.join(unknown)}; allowed: text, beam_size, nbest")
+        raise HTTPError(422, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
     texts = [payload["text"]] if isinstance(payload.get("text"), str) else payload.get("text")
     if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
         raise HTTPError(422, '"text" must be a string or a list of strings')
@@ -110,6 +112,8 @@ def _check_unicode(index: int, text: str) -> None:
 
 
 def _options(payload: dict[str, Any], limits: Limits, defaults: SearchOptions) -> SearchOptions:
+    """The request's search: the server's (its settings over the model's own tuned values), with the
+    request's beam_size, nbest and length_penalty when it gives them."""
     beam_size, nbest = payload.get("beam_size", defaults.beam_size), payload.get("nbest", 1)
     for name, value in (("beam_size", beam_size), ("nbest", nbest)):
         if not isinstance(value, int) or isinstance(value, bool):
@@ -118,7 +122,12 @@ def _options(payload: dict[str, Any], limits: Limits, defaults: SearchOptions) -
         raise HTTPError(422, f'"beam_size" must be between 1 and {limits.max_beam_size}, got {beam_size}')
     if not 1 <= nbest <= beam_size:
         raise HTTPError(422, f'"nbest" must be between 1 and beam_size ({beam_size}), got {nbest}')
-    return defaults.replace(beam_size=beam_size, nbest=nbest)
+    penalty = payload.get("length_penalty", defaults.length_penalty)
+    if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not 0 <= penalty <= MAX_PENALTY:
+        raise HTTPError(
+            422, f'"length_penalty" must be a number from 0 to {MAX_PENALTY:g}, got {json.dumps(penalty)}'
+        )
+    return defaults.replace(beam_size=beam_size, nbest=nbest, length_penalty=float(penalty))
 
 
 def encode_request(translator: Translator, texts: list[str]) -> EncodedInput:

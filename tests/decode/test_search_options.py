@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from seq2seq.cli.common import config_dir
-from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.options import MODEL_TUNED, SearchOptions, given_settings
 from seq2seq.errors import UserError
 
 DECODE_CONFIGS = sorted((Path(__file__).parents[2] / "configs" / "decode").glob("*.yaml"))
@@ -27,7 +27,22 @@ def test_every_decode_group_gives_its_options(path: Path) -> None:
     config = composed_decode(path.stem)
     options = SearchOptions.from_config(config)
     for name, value in config.items():
-        assert getattr(options, name) == value
+        if value is None:  # the model's own value, else the built-in default (seq2seq.decode.tuned)
+            assert name in MODEL_TUNED and getattr(options, name) == getattr(SearchOptions(), name)
+        else:
+            assert getattr(options, name) == value
+
+
+def test_null_leaves_only_the_tuned_settings_to_the_model() -> None:
+    """length_penalty and max_len_a may be null (not set: the model's own, else `base`'s); nothing else."""
+    assert given_settings({"length_penalty": None, "max_len_a": 1.5, "beam_size": 5}) == {"max_len_a"}
+    assert given_settings(composed_decode("beam")) == frozenset()
+    base = SearchOptions(length_penalty=2.0, max_len_a=0.5)
+    assert SearchOptions.from_config({"length_penalty": None, "max_len_a": 1.5}, base=base) == SearchOptions(
+        length_penalty=2.0, max_len_a=1.5
+    )
+    with pytest.raises(UserError, match=r"^decode\.beam_size=None must be int"):
+        SearchOptions.from_config({"beam_size": None})
 
 
 def test_describe_names_the_search() -> None:

@@ -1,0 +1,79 @@
+"""seq2seq-serve on a checkpoint with decoding settings of its own (trainer.tune_decoding): requests are
+answered with them, unless the server's settings or the request set the length penalty."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+from serving import sentences
+
+from seq2seq import Translator
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+from seq2seq.decode.options import SearchOptions
+
+SERVER = SearchOptions(beam_size=5, max_len_a=0.0, max_len_b=12)  # the test server's settings
+TEXTS = sentences(20, seed=5)
+RECORD = {"values": {"length_penalty": 3.0, "max_len_a": 0.5}, "chosen": True, "bleu": 22.4,
+          "default_bleu": 20.5, "defaults": {"length_penalty": 1.0, "max_len_a": 1.2}, "sentences": 500,
+          "beam_size": 5}  # fmt: skip
+EOS_PUSH = 18.0  # the final norm's bias pushed along the eos row: eos about as likely as the best word
+
+
+@pytest.fixture(scope="module")
+def models(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The test server's model made to stop at many lengths (so that the length penalty changes its
+    outputs), with and without stored settings."""
+    payload = load_checkpoint(checkpoint)
+    state = dict(payload["model"])
+    eos = state["output.weight"][3]  # every seq2seq tokenizer's eos id
+    state["decoder.final_norm.bias"] = state["decoder.final_norm.bias"] + EOS_PUSH * eos / eos.norm() ** 2
+    directory = tmp_path_factory.mktemp("tuned")
+    paths = {"plain": directory / "plain.pt", "tuned": directory / "tuned.pt"}
+    save_checkpoint(paths["plain"], {**payload, "model": state})
+    save_checkpoint(paths["tuned"], {**payload, "model": state, "decoding": RECORD})
+    return paths
+
+
+@pytest.fixture(scope="module")
+def expected(models: dict[str, Path]) -> dict[float, list[str]]:
+    translator = Translator.from_checkpoint(models["plain"], options=SERVER)
+    with torch.inference_mode():
+        outputs = {penalty: translator.translate(TEXTS, length_penalty=penalty) for penalty in (3.0, 1.0)}
+    assert sum(a != b for a, b in zip(outputs[3.0], outputs[1.0])) >= 10  # the penalty shows in outputs
+    return outputs
+
+
+def translations(server, **fields) -> list[str]:
+    response = httpx.post(f"{server.url}/translate", json={"text": TEXTS, **fields}, timeout=60)
+    assert response.status_code == 200, response.text
+    return response.json()["translations"]
+
+
+def test_requests_get_the_models_own_length_penalty_unless_they_set_one(start_server, models, expected):
+    server = start_server(f"checkpoint={models['tuned']}")
+    assert translations(server) == expected[3.0]
+    assert translations(server, length_penalty=1.0) == expected[1.0]  # the request's own wins
+    assert translations(server, length_penalty=3) == expected[3.0]  # an integer is a number too
+    (note,) = [line for line in server.output().splitlines() if "decoding: " in line]
+    # decode.max_len_a=0 is set on the test server's command line, the length penalty is not
+    assert "max_len_a=0.0 as given; length_penalty=3.0, the model's own (tuned on 500 dev sentences" in note
+
+
+def test_the_servers_setting_wins_over_the_models_own(start_server, models, expected):
+    server = start_server(f"checkpoint={models['tuned']}", "decode.length_penalty=1.0")
+    assert translations(server) == expected[1.0]
+    assert translations(server, length_penalty=3.0) == expected[3.0]
+    (note,) = [line for line in server.output().splitlines() if "decoding: " in line]
+    assert "length_penalty=1.0, max_len_a=0.0 as given; the model's own (length_penalty=3.0" in note
+
+
+def test_a_bad_length_penalty_is_refused(start_server):
+    server = start_server("error_delay_ms=0")
+    for value, shown in (("high", '"high"'), (-1, "-1"), (11, "11"), (True, "true"), (None, "null")):
+        body = {"text": "in the beginning", "length_penalty": value}
+        response = httpx.post(f"{server.url}/translate", json=body)
+        assert response.status_code == 422
+        assert response.json()["error"] == f'"length_penalty" must be a number from 0 to 10, got {shown}'
