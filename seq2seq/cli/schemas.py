@@ -57,6 +57,11 @@ class TrainerSchema:
     save_every: int | None = MISSING
     keep_last: int = MISSING
     average_last: int | None = MISSING
+    average_fraction: float | None = MISSING
+    snapshot_every: int = MISSING
+    max_snapshots: int = MISSING
+    tune_decoding: bool = MISSING
+    tune_decoding_sentences: int | None = MISSING
     log_every: int = MISSING
     resume: str = MISSING
     max_consecutive_nonfinite: int = MISSING

@@ -30,16 +30,18 @@ from seq2seq.cli.schemas import register_schemas
 from seq2seq.cli.training_data import RunData, load_data
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
+from seq2seq.files import atomic_output
 from seq2seq.model import check_embedding_sharing, count_parameters
 from seq2seq.nn.linear import bound_onednn_caches
 from seq2seq.train import distributed
-from seq2seq.train.averaging import average_and_validate
 from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
+from seq2seq.train.finish import FinishSettings, finish_run, objective
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.precision import resolve_precision
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import check_resume, check_run_directory
 from seq2seq.train.schedules import ScheduledLR
+from seq2seq.train.snapshots import Snapshots
 from seq2seq.train.validation import Validator
 
 log = logging.getLogger("seq2seq.train")
@@ -111,10 +113,12 @@ def resume_path(setting: str, run_dir: Path) -> Path | None:
 
 @exit_on_user_error
 def train(cfg: DictConfig) -> float | None:
-    """One training run; returns what a sweeper optimises: with trainer.average_last the whole-dev-set BLEU
-    of the averaged checkpoint (of last.pt when too few were written), else the best validation BLEU."""
+    """One training run; returns what a sweeper optimises: with averaging, the whole-dev-set BLEU of the
+    checkpoint chosen to translate (the average or best.pt: seq2seq.train.finish), else the best
+    validation BLEU."""
     check_targets(cfg)
-    check_averaging(cfg.trainer)
+    finish = FinishSettings.from_config(cfg.trainer)
+    finish.check(cfg.trainer)
     bound_onednn_caches()  # bf16 autocast and validation build oneDNN primitives per batch shape
     check_embedding_sharing(bool(cfg.model.share_embeddings), joint_vocabulary=bool(cfg.data.tokenizer.joint))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
@@ -131,23 +135,28 @@ def train(cfg: DictConfig) -> float | None:
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
     fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
+    snapshots = None
+    if finish.snapshots is not None and distributed.is_main():  # weights for trainer.average_fraction
+        snapshots = Snapshots(run_dir, finish.snapshots)
+        if resumed is not None:
+            snapshots.drop_after(int(resumed.get("step", 0)))
     model = build_run_model(cfg, data, device)
     loss_fn = build_loss(cfg.loss, data.corpus.pad_id)
     trainer = build_trainer(cfg, data, model, loss_fn, run_dir=run_dir, device=device, options=options,
-                            fingerprint=fingerprint)  # fmt: skip
+                            fingerprint=fingerprint, on_update=snapshots)  # fmt: skip
     if checkpoint is not None:
         trainer.resume_from(checkpoint, resumed)
     log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
              run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()
-    averaged = None
+    finished: dict[str, Any] = {}
     if distributed.is_main():
-        if cfg.trainer.average_last and trainer.stopping_signal is None and trainer.validate_fn is not None:
-            averaged = average_and_validate(
-                run_dir, model, trainer.validate_fn, last=int(cfg.trainer.average_last), step=state.step,
+        if trainer.stopping_signal is None and trainer.validate_fn is not None:
+            finished = finish_run(
+                run_dir, model, trainer.validate_fn, finish, step=state.step,
                 dev_pairs=(len(data.corpus.dev_src_texts), int(data.corpus.stats["dev"]["pairs"])),
             )  # fmt: skip
-        write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, averaged)
+        write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, finished)
     distributed.shutdown()
     if trainer.stopping_signal is not None:
         # Exit as the signal would have: a sweep stops here instead of launching its next trial, and the
@@ -155,9 +164,7 @@ def train(cfg: DictConfig) -> float | None:
         log.info("exiting with status %d after %s; last.pt holds the run", 128 + trainer.stopping_signal,
                  trainer.stopping_signal.name)  # fmt: skip
         raise SystemExit(128 + trainer.stopping_signal)
-    if averaged is not None and "bleu" in averaged:
-        return averaged["bleu"]
-    return state.best_bleu
+    return objective(finished, state.best_bleu)
 
 
 def corpus_files(data: DictConfig) -> dict[str, Path]:
@@ -165,25 +172,6 @@ def corpus_files(data: DictConfig) -> dict[str, Path]:
     return {
         name: Path(hydra.utils.to_absolute_path(str(OmegaConf.select(data, name)))) for name in CORPUS_FILES
     }
-
-
-def check_averaging(trainer: DictConfig) -> None:
-    """trainer.average_last needs numbered checkpoints, and at least as many kept as it averages."""
-    last = trainer.average_last
-    if last is None:
-        return
-    if last < 2:
-        raise UserError(f"trainer.average_last={last} must be at least 2 (or null: no averaging)")
-    if not trainer.save_every:
-        raise UserError(
-            f"trainer.average_last={last} averages numbered checkpoints but trainer.save_every is null; "
-            "set trainer.save_every (e.g. 150)"
-        )
-    if trainer.keep_last < last:
-        raise UserError(
-            f"trainer.average_last={last} but trainer.keep_last={trainer.keep_last} keeps fewer "
-            f"checkpoints; set trainer.keep_last={last} or more"
-        )
 
 
 def build_run_model(cfg: DictConfig, data: RunData, device: torch.device) -> nn.Module:
@@ -208,9 +196,11 @@ def build_trainer(
     device: torch.device,
     options: TrainerOptions,
     fingerprint: dict[str, Any],
+    on_update: Snapshots | None = None,
 ) -> Trainer:
     """Optimizer, schedule, validation, reporting and checkpoint contents around the model; every
-    checkpoint carries the run's settings fingerprint (seq2seq.train.fingerprint) for resume checks."""
+    checkpoint carries the run's settings fingerprint (seq2seq.train.fingerprint) for resume checks;
+    `on_update` runs after every update (snapshots for trainer.average_fraction)."""
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
     seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
@@ -225,7 +215,7 @@ def build_trainer(
         make_batch=data.make_batch,
         validate=build_validator(cfg, data, loss_fn, device, options.precision) if main else None,
         reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=progress, enabled=main),
-        output_dir=run_dir, options=options, device=device,
+        output_dir=run_dir, options=options, device=device, on_update=on_update,
         checkpoint_extras={
             "config": OmegaConf.to_container(cfg, resolve=True),
             "model_config": model.config,
@@ -266,10 +256,12 @@ def write_summary(
     state: Any,
     n_params: int,
     reporter: Reporter,
-    averaged: dict[str, Any] | None = None,
+    finished: dict[str, Any] | None = None,
 ) -> None:
-    """summary.json: what a sweep report and the quickstart read back."""
+    """summary.json: what a sweep report and the quickstart read back; `finished`: finish_run's parts."""
     overrides = list(HydraConfig.get().overrides.task)
+    finished = finished or {}
+    final = finished.get("final")
     summary = {
         "overrides": overrides,
         "best_dev_bleu": state.best_bleu,
@@ -281,12 +273,20 @@ def write_summary(
         "threads": torch.get_num_threads(),
         "nonfinite_skipped": state.nonfinite_skipped,
         "history": state.history,
-        "checkpoint": str(run_dir / "best.pt"),
-        # trainer.average_last: the run's objective, else null: averaged.pt's whole-dev-set scores, or
-        # last.pt's ("averaged": false) when fewer than 2 checkpoints were written; the steps, the pairs
-        "averaged": averaged,
+        # the checkpoint to translate: the final choice with averaging, else best.pt
+        "checkpoint": final["checkpoint"] if final else str(run_dir / "best.pt"),
+        # with averaging (else null): averaged.pt's whole-dev-set scores, or last.pt's ("averaged": false)
+        # when too few weights were kept to average; the steps, the pairs
+        "averaged": finished.get("averaged"),
+        # with averaging: the average (or last.pt) or best.pt, the higher whole-dev-set BLEU; both scores.
+        # Its BLEU is the run's objective
+        "final": final,
+        # trainer.tune_decoding: the decoding settings stored in the chosen checkpoint, how they were chosen
+        "decoding": finished.get("decoding"),
+        "finish_seconds": finished.get("finish_seconds"),  # averaging, choosing and tuning
     }
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    with atomic_output(run_dir / "summary.json", "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(summary, indent=2))
     log.info(
         "done: %d updates in %.1f minutes; best dev BLEU %s; checkpoints in %s",
         state.step,

@@ -5,8 +5,8 @@ free. The result keeps everything else from the newest input (model_config, conf
 step...) except optimizer, scheduler and grad-scaler state: those describe the newest weights,
 not the average, and would only make the file larger. Weights shared inside a checkpoint (tied
 embeddings) stay shared in the result. Used by seq2seq-average and by seq2seq-train's
-`trainer.average_last`, whose run objective is the average's score on the whole dev set (or, with fewer
-than two checkpoints, the final weights' score on it: one metric either way).
+`trainer.average_last` and `trainer.average_fraction` (seq2seq.train.finish), which score the average on
+the whole dev set (or, with fewer than two checkpoints, the final weights: one metric either way).
 """
 
 from __future__ import annotations
@@ -160,12 +160,29 @@ def average_and_validate(
     """
     paths = [p for p in numbered_checkpoints(run_dir) if checkpoint_step(p) <= step][-last:]
     if len(paths) < 2:
-        return _score_last(run_dir, model, validate, last=last, step=step, found=len(paths),
-                           dev_pairs=dev_pairs)  # fmt: skip
+        return score_final_weights(
+            run_dir, model, validate, step=step, dev_pairs=dev_pairs, setting=f"trainer.average_last={last}",
+            found=f"{len(paths)} numbered checkpoint(s) of this run in {run_dir}",
+            hint="lower trainer.save_every to average",
+        )  # fmt: skip
+    steps = [checkpoint_step(p) for p in paths]
+    return average_paths_and_validate(run_dir, model, validate, paths, steps, dev_pairs=dev_pairs)
+
+
+def average_paths_and_validate(
+    run_dir: Path,
+    model: nn.Module,
+    validate: Callable[..., dict[str, Any]],
+    paths: Sequence[Path],
+    steps: list[int],
+    *,
+    dev_pairs: tuple[int, int] | None,
+) -> dict[str, Any]:
+    """averaged.pt: the mean of the weights in `paths` (those of updates `steps`, oldest first; the newest
+    file gives everything else), scored on the whole dev set; the model is left holding the average."""
     payload = average_checkpoints(paths)
     model.load_state_dict(payload["model"])
-    steps = [checkpoint_step(p) for p in paths]
-    record = _scored(model, validate, steps, run_dir / "averaged.pt", averaged=True, dev_pairs=dev_pairs)
+    record = scored(model, validate, steps, run_dir / "averaged.pt", averaged=True, dev_pairs=dev_pairs)
     save_checkpoint(run_dir / "averaged.pt", {**payload, "averaged_dev": record})
     log.info(
         "averaged.pt: the mean of %d checkpoints (updates %s); on %s: loss %.2f, BLEU %s",
@@ -174,28 +191,29 @@ def average_and_validate(
     return record
 
 
-def _score_last(
+def score_final_weights(
     run_dir: Path,
     model: nn.Module,
     validate: Callable[..., dict[str, Any]],
     *,
-    last: int,
     step: int,
-    found: int,
     dev_pairs: tuple[int, int] | None,
+    setting: str,
+    found: str,
+    hint: str,
 ) -> dict[str, Any]:
-    """The fallback objective: the final weights (last.pt's) on the same dev pairs, said in one line."""
-    record = _scored(model, validate, [step], run_dir / "last.pt", averaged=False, dev_pairs=dev_pairs)
+    """The fallback when too few weights are there to average: the final weights (last.pt's, which the
+    model holds) scored on the same dev pairs, said in one line."""
+    record = scored(model, validate, [step], run_dir / "last.pt", averaged=False, dev_pairs=dev_pairs)
     log.warning(
-        "trainer.average_last=%d: %d numbered checkpoint(s) of this run in %s, too few to average; "
-        "the run's objective is last.pt (update %d) scored on %s instead: loss %.2f, BLEU %s "
-        "(lower trainer.save_every to average)",
-        last, found, run_dir, step, _dev_set(record), record["loss"], _bleu(record),
+        "%s: %s, too few to average; last.pt (update %d) is scored on %s in place of an average: "
+        "loss %.2f, BLEU %s (%s)",
+        setting, found, step, _dev_set(record), record["loss"], _bleu(record), hint,
     )  # fmt: skip
     return record
 
 
-def _scored(
+def scored(
     model: nn.Module,
     validate: Callable[..., dict[str, Any]],
     steps: list[int],

@@ -9,8 +9,9 @@ Defining (must match on resume): the model section (except `attention_backend` a
 the training and dev files, so a moved `data.dir` still resumes), its languages, encoding, filters and
 tokenizer; loss, optim, schedule, seed; and the trainer's batch recipe (max_tokens, update_freq,
 clip_norm). Everything else may change on resume: budgets (max_updates, max_epochs, max_minutes),
-validation and decoding for it, checkpointing (save_every, keep_last, average_last), logging, device,
-threads, precision, data.workers / cache_dir, run_name.
+validation and decoding for it, checkpointing and the end of the run (save_every, keep_last, average_last,
+average_fraction, snapshot_every, max_snapshots, tune_decoding), logging, device, threads, precision,
+data.workers / cache_dir, run_name.
 """
 
 from __future__ import annotations

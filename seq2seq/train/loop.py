@@ -90,7 +90,9 @@ class Trainer:
         checkpoint_extras: dict[str, Any],
         options: TrainerOptions,
         device: torch.device,
+        on_update: Callable[[nn.Module, int], None] | None = None,
     ) -> None:
+        """`on_update(model, step)` runs after every update (e.g. weights-only snapshots for averaging)."""
         self.model = model
         self.optimizer = optimizer
         self.scheduler = scheduler
@@ -102,7 +104,7 @@ class Trainer:
         self.output_dir = Path(output_dir)
         self.extras = checkpoint_extras
         self.options = options
-        self.device = device
+        self.device, self.on_update = device, on_update
         self.precision = resolve_precision(options.precision, device)
         self.state = TrainState()
         self.started_at = time.time()  # temporaries older than this are leftovers of an interrupted run
@@ -129,6 +131,8 @@ class Trainer:
             for group in self._update_groups():
                 self._update(group)
                 self.state.elapsed_seconds = time.monotonic() - start
+                if self.on_update is not None:
+                    self.on_update(self._unwrapped(), self.state.step)
                 step = self.state.step
                 minutes_since = (time.monotonic() - last_validation_time) / 60
                 validate, stop = self._agreed_decision(self._validation_due(step, minutes_since))

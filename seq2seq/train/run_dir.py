@@ -17,6 +17,7 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.errors import UserError
 from seq2seq.train.averaging import checkpoint_step, numbered_checkpoints
 from seq2seq.train.fingerprint import check_same_run
+from seq2seq.train.snapshots import PATTERN as SNAPSHOT
 
 RUN_FILES = ("last.pt", "best.pt", "averaged.pt", "summary.json")
 SHOWN_FILES = 4
@@ -24,9 +25,12 @@ NEW_RUN = "give this run a new run_name (or hydra.run.dir), or move those files 
 
 
 def run_files(run_dir: Path) -> list[Path]:
-    """The files a training run leaves in its directory (its checkpoints and summary)."""
+    """The files a training run leaves in its directory (its checkpoints, snapshots and summary)."""
+    if not run_dir.is_dir():
+        return []
     named = [run_dir / name for name in RUN_FILES if (run_dir / name).is_file()]
-    return named + numbered_checkpoints(run_dir) if run_dir.is_dir() else []
+    snapshots = sorted(p for p in run_dir.glob("snapshot_*.pt") if SNAPSHOT.fullmatch(p.name))
+    return named + numbered_checkpoints(run_dir) + snapshots
 
 
 def _names(paths: list[Path]) -> str:

@@ -18,7 +18,9 @@ from seq2seq.cli.schemas import TrainerSchema, register_schemas
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import DEFAULT_OPTIONS, Translator
+from seq2seq.train.finish import FinishSettings
 from seq2seq.train.loop import TrainerOptions
+from seq2seq.train.snapshots import SnapshotPolicy
 
 register_schemas()
 
@@ -32,6 +34,16 @@ def test_trainer_options_defaults_equal_the_trainer_yaml() -> None:
     trainer = composed("train", "model=tiny")["trainer"]
     for field in dataclasses.fields(TrainerOptions):
         assert field.default == trainer[field.name], f"TrainerOptions.{field.name} differs from the YAML"
+
+
+def test_end_of_run_defaults_equal_the_trainer_yaml() -> None:
+    trainer = composed("train", "model=tiny")["trainer"]
+    for field in dataclasses.fields(FinishSettings):
+        assert field.default == trainer[field.name], f"FinishSettings.{field.name} differs from the YAML"
+    policy = {"fraction": "average_fraction", "every": "snapshot_every", "max_count": "max_snapshots"}
+    for field in dataclasses.fields(SnapshotPolicy):
+        if field.name != "fraction":  # null in the YAML: no averaging by fraction unless it is set
+            assert field.default == trainer[policy[field.name]], f"SnapshotPolicy.{field.name} differs"
 
 
 def test_schemas_declare_types_only() -> None:

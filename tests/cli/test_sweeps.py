@@ -112,11 +112,19 @@ def test_the_report_of_an_optuna_sweep_without_its_study(optuna_search: Path, tm
     assert {"schedule.scale", "model.dropout", "loss.epsilon"} <= set(header)  # what the search varied
 
 
-def test_with_averaging_a_trial_is_scored_by_its_averaged_checkpoint(corpus: Path, tmp_path: Path) -> None:
-    # 40 updates validated at 20 and 40: two numbered checkpoints to average
-    result = run_module(
-        "seq2seq.cli.train", *toy_search(corpus, trials=1), "trainer.average_last=2", cwd=tmp_path
-    )
+@pytest.mark.parametrize(
+    ("averaging", "steps"),
+    [
+        (["trainer.average_last=2"], [20, 40]),  # validated at 20 and 40: two numbered checkpoints
+        (["trainer.average_fraction=0.2", "trainer.snapshot_every=4"], [32, 36, 40]),  # updates 32-40
+    ],
+)
+def test_with_averaging_a_trial_is_scored_by_its_final_checkpoint(
+    corpus: Path, tmp_path: Path, averaging: list[str], steps: list[int]
+) -> None:
+    """The trial's value is the whole-dev-set BLEU of the checkpoint it would translate: the average or
+    best.pt, whichever scores higher."""
+    result = run_module("seq2seq.cli.train", *toy_search(corpus, trials=1), *averaging, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     study_dir = tmp_path / "multirun" / "toy" / "recipe_search"
     (trial,) = optuna.load_study(
@@ -124,8 +132,10 @@ def test_with_averaging_a_trial_is_scored_by_its_averaged_checkpoint(corpus: Pat
     ).trials
     (run,) = (p for p in study_dir.iterdir() if p.is_dir())
     summary = json.loads((run / "0" / "summary.json").read_text())
-    assert summary["averaged"]["steps"] == [20, 40] and (run / "0" / "averaged.pt").is_file()
-    assert trial.value == summary["averaged"]["bleu"]
+    assert summary["averaged"]["steps"] == steps and (run / "0" / "averaged.pt").is_file()
+    candidates = summary["final"]["candidates"]
+    assert trial.value == summary["final"]["bleu"] == max(c["bleu"] for c in candidates.values())
+    assert candidates["averaged.pt"]["bleu"] == summary["averaged"]["bleu"]
 
 
 def enqueue(study_dir: Path, *settings: str) -> subprocess.CompletedProcess:
