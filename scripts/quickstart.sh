@@ -50,13 +50,15 @@ stage "3/6 Corpus in $DATA_DIR"
 
 stage "4/6 Training ($MINUTES minutes) in $RUN_DIR"
 # shellcheck disable=SC2086  # EXTRA holds several overrides
-# A numbered checkpoint every 150 updates; at the end the last 5 are averaged into averaged.pt and
-# scored on the dev set. That checkpoint is what gets translated (a run too short for two numbered
-# checkpoints scores and translates last.pt); summary.json names it.
+# At the end the weights of the last 20% of the updates (snapshots every 25 updates) are averaged into
+# averaged.pt; it and best.pt are scored on the whole dev set, and the higher BLEU is the checkpoint to
+# translate (summary.json: final). Its length penalty (and max_len_a if it helps) is then tuned for beam
+# search on 500 dev sentences and stored in it, where seq2seq-translate finds it.
 "$BIN/seq2seq-train" data.dir="$DATA_DIR" run_name="$RUN_NAME" trainer.max_minutes="$MINUTES" \
-  trainer.save_every=150 trainer.average_last=5 ${EXPERIMENT:+experiment="$EXPERIMENT"} $EXTRA
+  trainer.average_fraction=0.2 trainer.tune_decoding=true ${EXPERIMENT:+experiment="$EXPERIMENT"} $EXTRA
 
-SCORED=$("$BIN/python" -c 'import json, os, sys; record = json.load(open(sys.argv[1])).get("averaged") or {}
+SCORED=$("$BIN/python" -c 'import json, os, sys; summary = json.load(open(sys.argv[1]))
+record = summary.get("final") or summary.get("averaged") or {}
 print(os.path.basename(record.get("checkpoint", "")))' "$RUN_DIR/summary.json")
 CHECKPOINT=$RUN_DIR/${SCORED:-best.pt}
 [ -f "$CHECKPOINT" ] || CHECKPOINT=$RUN_DIR/last.pt
@@ -91,6 +93,14 @@ if "bleu" in scored:
         rows.append((f"dev BLEU, last {len(steps)} averaged", f"{scored['bleu']:.1f} (greedy, {pairs}; updates {steps[0]}-{steps[-1]})"))
     else:
         rows.append(("dev BLEU, last checkpoint", f"{scored['bleu']:.1f} (greedy, {pairs}; update {steps[-1]}; too few to average)"))
+    best = ((summary.get("final") or {}).get("candidates") or {}).get("best.pt") or {}
+    if "bleu" in best:
+        rows.append(("dev BLEU, best.pt", f"{best['bleu']:.1f} (greedy, {pairs}; update {best['steps'][-1]})"))
+tuned = summary.get("decoding") or {}
+if tuned:
+    values = ", ".join(f"{key}={value}" for key, value in tuned["values"].items())
+    verdict = f"{tuned['bleu']:.1f} vs {tuned['default_bleu']:.1f} dev BLEU at the defaults" if tuned["chosen"] else "the defaults kept"
+    rows.append(("decoding (tuned)", f"{values} (beam {tuned['beam_size']}, {tuned['sentences']} dev sentences: {verdict}; {tuned['seconds']:.0f} s)"))
 rows += [
     ("recipe", (f"experiment={experiment}" if experiment else "seq2seq-train's defaults") + (f" + {extra}" if extra else "")),
     ("training", f"{summary['minutes']:.1f} min, {summary['updates']} updates, {summary['tokens_per_second']:,.0f} tokens/s"),

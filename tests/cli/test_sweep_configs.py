@@ -136,8 +136,10 @@ def test_recipe_tune_searches_the_optimisation_around_the_default_in_a_study_of_
     assert cfg.hydra.sweeper.study_name != search.hydra.sweeper.study_name
     assert cfg.hydra.sweeper.storage != search.hydra.sweeper.storage
     assert cfg.hydra.sweep.dir.startswith(f"multirun/bible.en-es/{cfg.hydra.sweeper.study_name}/")
-    # a trial's value is its averaged checkpoint's: 5 checkpoints, 150 updates apart, all kept
-    assert (cfg.trainer.average_last, cfg.trainer.save_every, cfg.trainer.keep_last) == (5, 150, 5)
+    # a trial's value is its final checkpoint's (the average of its last 20% of updates, or best.pt),
+    # in a study apart from the one whose value was the average of the last 5 checkpoints
+    assert (cfg.trainer.average_fraction, cfg.trainer.average_last) == (0.2, None)
+    assert cfg.hydra.sweeper.study_name not in ("recipe_tune", "recipe_tune_avg5")
     params = OmegaConf.to_container(cfg.hydra.sweeper.params)
     space, fixed = create_params_from_overrides([f"{key}={value}" for key, value in params.items()])
     assert not fixed and set(space) == {"schedule.scale", "schedule.warmup", "model.dropout", "loss.epsilon",
