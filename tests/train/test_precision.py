@@ -1,0 +1,52 @@
+"""precision=auto: bf16 autocast only where the CPU's bf16 instructions are present *and* allowed."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seq2seq.errors import UserError
+from seq2seq.train import precision
+from seq2seq.train.precision import fast_bf16, resolve_precision
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture
+def bf16_cpu(monkeypatch):
+    """A CPU with AVX512-BF16, ATen on its AVX-512 kernels, no oneDNN limit."""
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_a_bf16_cpu_trains_in_bf16(bf16_cpu) -> None:
+    assert fast_bf16(CPU) and resolve_precision("auto", CPU) == "bf16"
+    bf16_cpu.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_bf16")  # a limit that keeps bf16
+    assert fast_bf16(CPU)
+
+
+@pytest.mark.parametrize(
+    ("capability", "isa"), [("AVX2", None), ("AVX512", "AVX2"), ("AVX512", "AVX512_CORE"), ("DEFAULT", None)]
+)
+def test_emulated_or_missing_bf16_trains_in_fp32(bf16_cpu, capability: str, isa: str | None) -> None:
+    """ATEN_CPU_CAPABILITY=avx2 / ONEDNN_MAX_CPU_ISA=AVX2 stand in for an AVX2 CPU: fp32, as there."""
+    bf16_cpu.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    if isa is not None:
+        bf16_cpu.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    assert not fast_bf16(CPU) and resolve_precision("auto", CPU) == "fp32"
+
+
+def test_a_cpu_without_bf16_trains_in_fp32(bf16_cpu) -> None:
+    bf16_cpu.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
+    assert resolve_precision("auto", CPU) == "fp32"
+    assert resolve_precision("bf16", CPU) == "bf16"  # an explicit choice is kept
+
+
+def test_an_unknown_precision_is_one_line() -> None:
+    with pytest.raises(UserError, match=r"trainer\.precision='fp16' is not supported"):
+        resolve_precision("fp16", CPU)
+    assert "AVX2" not in precision.BF16_ONEDNN_ISAS
