@@ -1,6 +1,5 @@
 """Corpora, tokenization and batching. One concept per module:
 
-sword.py, markup.py, alignment.py, bible.py  the embedded Bible corpus (seq2seq-prepare data=bible_en_es)
 corpus.py        read, check and normalise parallel text line by line (plain or .gz files)
 tsv.py           tab-separated corpora, split into plain files
 sample.py        a uniform sample of a corpus in one streaming pass (what the tokenizer is trained on)
@@ -12,4 +11,5 @@ dataset.py       ParallelDataset: encoded pairs (mapped arrays + a row index), e
 batching.py      TokenBatchSampler: token-budget, length-sorted, resumable, sharded batches
 collate.py       Batch and collate/make_batch: padded (src, tgt_in, tgt_out) tensors
 pipeline.py      prepare_training_data: everything training needs, from corpus files
+bible/           the embedded Bible corpus (seq2seq-prepare data=bible_en_es): SWORD export, alignment
 """

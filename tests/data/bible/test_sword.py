@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.data.sword import ensure_modules, export_module
+from seq2seq.data.bible.sword import ensure_modules, export_module
 from seq2seq.errors import UserError
 
 # Shapes copied from real engWEB2015eb output: a repeated Psalm title, a deuterocanonical book

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from tqdm import tqdm
 
-from seq2seq.data.markup import (
+from seq2seq.data.bible.markup import (
     clean_markup,
     restore_chapter_case,
     strip_leading_caps_word,

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from seq2seq.data.bible import align_translations, chapter_number, prepare_bible, split_of
-from seq2seq.data.sword import BOOKS, Verse
+from seq2seq.data.bible.prepare import align_translations, chapter_number, prepare_bible, split_of
+from seq2seq.data.bible.sword import BOOKS, Verse
 from seq2seq.errors import UserError
 
 

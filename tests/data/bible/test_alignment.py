@@ -2,7 +2,7 @@
 
 import random
 
-from seq2seq.data.alignment import LengthModel, Segment, align, fit_length_model
+from seq2seq.data.bible.alignment import LengthModel, Segment, align, fit_length_model
 
 MODEL = LengthModel(ratio=1.0, variance=1.0)
 

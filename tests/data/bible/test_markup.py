@@ -1,6 +1,6 @@
 """Markup stripping and the RV1909's printing conventions, on verses copied from the modules."""
 
-from seq2seq.data.markup import (
+from seq2seq.data.bible.markup import (
     clean_markup,
     restore_chapter_case,
     strip_leading_caps_word,

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from seq2seq.data.batching import TokenBatchSampler, padding_waste
-from seq2seq.data.bible import prepare_bible
+from seq2seq.data.bible.prepare import prepare_bible
 from seq2seq.data.tokenizer import Tokenizer
 
 pytestmark = pytest.mark.bible
