@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ENV
+from commands import ENV
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "decode_and_score.sh"
 

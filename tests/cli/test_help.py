@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_module
+from commands import run_module
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_module
+from commands import run_module
 from toy_corpus import tiny_train_overrides
 
 from seq2seq.cli.resolvers import available_cores

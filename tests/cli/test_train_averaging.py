@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
-from conftest import run_module
+from commands import run_module
 from toy_corpus import tiny_train_overrides
 
 from seq2seq import Translator

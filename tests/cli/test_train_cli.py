@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import torch
-from conftest import ENV, run_module
+from commands import ENV, run_module
 from toy_corpus import tiny_train_overrides
 
 

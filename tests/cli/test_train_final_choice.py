@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_module
+from commands import run_module
 from toy_corpus import tiny_train_overrides
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import sacrebleu
-from conftest import run_module
+from commands import run_module
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from toy_corpus import tiny_train_overrides
 

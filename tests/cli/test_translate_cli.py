@@ -5,36 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_module
-
-MIXED_LINES = [
-    "the man sees the dog",
-    "",
-    "   \t  ",
-    " ".join(["the king loves bread"] * 1250),  # 5,000 words, far over the model's limit
-    "the\x07 cat\x1b finds\x00 water",  # control characters
-    "the dog 🐕 sees the cat 😺",  # emoji
-    "שלום עולם the woman مرحبا",  # right-to-left scripts
-    "a woman finds the house",
-]
-
-
-def translate(
-    run_dir: Path, tmp_path: Path, lines: list[str] | None = None, raw: bytes | None = None, *args: str
-):
-    source = tmp_path / "input.txt"
-    source.write_bytes(raw if raw is not None else "".join(line + "\n" for line in lines).encode())
-    output = tmp_path / "output.txt"
-    result = run_module(
-        "seq2seq.cli.translate",
-        f"checkpoint={run_dir / 'last.pt'}",
-        f"input={source}",
-        f"output={output}",
-        "max_input_tokens=64",
-        *args,
-        cwd=tmp_path,
-    )
-    return result, output
+from commands import MIXED_LINES, run_module, translate
 
 
 @pytest.mark.parametrize("decode", ["greedy", "beam"])

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_module
+from commands import run_module
 from tuned_model import TUNED, sentences, write_checkpoint
 
 from seq2seq import Translator

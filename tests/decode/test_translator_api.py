@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_module
-from test_translate_cli import MIXED_LINES, translate
+from commands import MIXED_LINES, run_module, translate
 
 from seq2seq import Translator
 from seq2seq.errors import UserError

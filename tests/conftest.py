@@ -1,30 +1,16 @@
-"""Shared fixtures for the command-line tests: a toy corpus and one trained toy checkpoint."""
+"""Fixtures shared by the test folders: a toy corpus and one trained toy checkpoint.
+
+Test folders have no __init__.py: pytest puts this folder on sys.path, so the helper modules here
+(commands.py, toy_corpus.py) import by their own names from any test.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from commands import run_module
 from toy_corpus import tiny_train_overrides, write_toy_corpus
-
-ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
-
-
-def run_module(module: str, *args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    """`python -m module args...` with captured output; text when no stdin bytes are given."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        env=ENV,
-        input=stdin,
-        capture_output=True,
-        text=stdin is None,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,55 @@
+"""seq2seq commands run as a user runs them: `python -m seq2seq.cli.<name> key=value ...` in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
+
+# Every kind of line seq2seq-translate must turn into exactly one output line.
+MIXED_LINES = [
+    "the man sees the dog",
+    "",
+    "   \t  ",
+    " ".join(["the king loves bread"] * 1250),  # 5,000 words, far over the model's limit
+    "the\x07 cat\x1b finds\x00 water",  # control characters
+    "the dog 🐕 sees the cat 😺",  # emoji
+    "שלום עולם the woman مرحبا",  # right-to-left scripts
+    "a woman finds the house",
+]
+
+
+def run_module(module: str, *args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """`python -m module args...` with captured output; text when no stdin bytes are given."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=ENV,
+        input=stdin,
+        capture_output=True,
+        text=stdin is None,
+        timeout=300,
+        check=False,
+    )
+
+
+def translate(
+    run_dir: Path, tmp_path: Path, lines: list[str] | None = None, raw: bytes | None = None, *args: str
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """seq2seq-translate with run_dir's last.pt over `lines` (or the bytes `raw`) written to a file."""
+    source = tmp_path / "input.txt"
+    source.write_bytes(raw if raw is not None else "".join(line + "\n" for line in lines).encode())
+    output = tmp_path / "output.txt"
+    result = run_module(
+        "seq2seq.cli.translate",
+        f"checkpoint={run_dir / 'last.pt'}",
+        f"input={source}",
+        f"output={output}",
+        "max_input_tokens=64",
+        *args,
+        cwd=tmp_path,
+    )
+    return result, output
