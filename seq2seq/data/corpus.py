@@ -102,11 +102,6 @@ def iter_corpus_lines(path: str | Path, *, encoding_errors: str = "strict") -> I
         log.warning("%s: replaced invalid UTF-8 in %d lines", path, replaced)
 
 
-def read_corpus_lines(path: str | Path, *, encoding_errors: str = "strict") -> list[str]:
-    """All normalised lines of a (small) corpus file, e.g. a dev set; see iter_corpus_lines."""
-    return list(iter_corpus_lines(path, encoding_errors=encoding_errors))
-
-
 def iter_line_pairs(src: Iterable, tgt: Iterable, *, src_name: str | Path, tgt_name: str | Path) -> Iterator:
     """Zip two line streams of one parallel corpus; unequal lengths are a one-line error naming both."""
     src_lines, tgt_lines = iter(src), iter(tgt)
@@ -189,11 +184,3 @@ class CorpusStats:
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
-
-
-def describe_parallel(src: Iterable[str], tgt: Iterable[str]) -> dict[str, int]:
-    """Sizes worth reporting about a corpus split: pairs, empty pairs, words per side (streamed)."""
-    stats = CorpusStats()
-    for source, target in zip(src, tgt):
-        stats.add(source, target)
-    return stats.as_dict()

@@ -29,16 +29,6 @@ def iter_tsv(
         yield normalize(columns[src_column]), normalize(columns[tgt_column])
 
 
-def read_tsv(
-    path: str | Path, *, src_column: int = 0, tgt_column: int = 1, encoding_errors: str = "strict"
-) -> tuple[list[str], list[str]]:
-    """All pairs of a (small) TSV file as two lists; see iter_tsv."""
-    pairs = list(
-        iter_tsv(path, src_column=src_column, tgt_column=tgt_column, encoding_errors=encoding_errors)
-    )
-    return [s for s, _ in pairs], [t for _, t in pairs]
-
-
 def prepare_tsv(
     *,
     out_dir: str | Path,

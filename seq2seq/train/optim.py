@@ -1,4 +1,4 @@
-"""AdamW with decay-aware parameter groups, gradient clipping and a finiteness check.
+"""AdamW with decay-aware parameter groups, and gradient clipping.
 
 Weight decay applies only to weight matrices (linear maps, convolutions). Biases, normalisation gains and
 embedding tables (including an output projection tied to an embedding) are exempt: decay on a gain
@@ -107,13 +107,3 @@ def clip_gradients(parameters: Iterable[torch.Tensor] | torch.Tensor, max_norm: 
     device = params[0].grad.device
     norms = [torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).to(device) for p in params]
     return float(torch.linalg.vector_norm(torch.stack(norms)))
-
-
-def grads_are_finite(parameters: Iterable[torch.Tensor] | torch.Tensor) -> bool:
-    """True when no gradient holds an inf or nan (one device sync, no per-tensor ``.item()``)."""
-    params = _with_grads(parameters)
-    if not params:
-        return True
-    device = params[0].grad.device
-    flags = torch.stack([torch.isfinite(p.grad).all().to(device) for p in params])
-    return bool(flags.all())

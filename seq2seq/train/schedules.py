@@ -86,14 +86,6 @@ def cosine(step: int, *, peak_lr: float, warmup: int, total_steps: int, min_lr: 
     return min_lr + 0.5 * (peak_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
 
 
-def constant(step: int, *, lr: float) -> float:
-    """The same learning rate at every step (useful for fine-tuning and debugging)."""
-    _check_step(step)
-    if not lr >= 0:
-        raise UserError(f"lr={lr} must be non-negative; set a learning rate such as 1e-4")
-    return lr
-
-
 class ScheduledLR:
     """Sets the learning rate of every parameter group to ``schedule(step)`` for the next update.
 

@@ -2,10 +2,13 @@
 
 import pytest
 
-from seq2seq.data.corpus import describe_parallel, normalize, read_parallel
-from seq2seq.data.corpus import read_corpus_lines as read_lines
-from seq2seq.data.tsv import prepare_tsv, read_tsv
+from seq2seq.data.corpus import CorpusStats, iter_corpus_lines, normalize, read_parallel
+from seq2seq.data.tsv import iter_tsv, prepare_tsv
 from seq2seq.errors import UserError
+
+
+def read_lines(path, **settings) -> list[str]:
+    return list(iter_corpus_lines(path, **settings))
 
 
 def _write(path, data: bytes | str):
@@ -85,19 +88,22 @@ def test_a_100k_character_line_is_read_whole(tmp_path):
     tgt = _write(tmp_path / "a.es", "corta\n" + long_line + "\n")
     source, target = read_parallel(src, tgt)
     assert len(target[1]) == 99_999 and len(source[1]) == 99_999
-    assert describe_parallel(source, target)["longest_line_words"] == 20_000
+    stats = CorpusStats()
+    for pair in zip(source, target):
+        stats.add(*pair)
+    assert stats.longest_line_words == 20_000
 
 
 def test_tsv_columns_and_errors(tmp_path):
     file = _write(tmp_path / "c.tsv", "hello\thola\t0.9\nbye\tadiós\t0.8\n")
-    assert read_tsv(file) == (["hello", "bye"], ["hola", "adiós"])
-    assert read_tsv(file, src_column=1, tgt_column=0) == (["hola", "adiós"], ["hello", "bye"])
+    assert list(iter_tsv(file)) == [("hello", "hola"), ("bye", "adiós")]
+    assert list(iter_tsv(file, src_column=1, tgt_column=0)) == [("hola", "hello"), ("adiós", "bye")]
     bad = _write(tmp_path / "bad.tsv", "hello\thola\nno tab here\n")
     with pytest.raises(UserError, match=r"bad\.tsv:2: expected at least 2 tab-separated columns, found 1"):
-        read_tsv(bad)
+        list(iter_tsv(bad))
     latin1 = _write(tmp_path / "latin1.tsv", "hello\thola\nyes\tsí\n".encode("latin-1"))
     with pytest.raises(UserError, match=r"latin1\.tsv:2: invalid UTF-8"):
-        read_tsv(latin1)
+        list(iter_tsv(latin1))
 
 
 def test_prepare_tsv_writes_plain_files_per_split(tmp_path):

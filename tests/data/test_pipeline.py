@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from seq2seq.data.corpus import read_corpus_lines
+from seq2seq.data.corpus import iter_corpus_lines
 from seq2seq.data.pipeline import FilterSettings, length_filter, prepare_training_data
 from seq2seq.data.vocabulary import TokenizerSettings
 from seq2seq.errors import UserError
@@ -157,6 +157,6 @@ def test_length_filter_ratio_applies_only_to_long_enough_pairs():
     assert report.kept == 2
 
 
-def test_read_corpus_lines_normalises(tmp_path):
+def test_corpus_lines_are_normalised(tmp_path):
     (tmp_path / "in.txt").write_text("  a\u0301  b \n", encoding="utf-8")
-    assert read_corpus_lines(tmp_path / "in.txt") == ["á b"]
+    assert list(iter_corpus_lines(tmp_path / "in.txt")) == ["á b"]

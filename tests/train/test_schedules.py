@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from seq2seq.errors import UserError
-from seq2seq.train.schedules import ScheduledLR, constant, cosine, inverse_sqrt, noam
+from seq2seq.train.schedules import ScheduledLR, cosine, inverse_sqrt, noam
 
 
 @pytest.mark.parametrize("warmup", [1, 10, 4000])
@@ -49,10 +49,6 @@ def test_cosine_warms_up_then_ends_at_min_lr():
     assert all(a >= b for a, b in itertools.pairwise(values))
 
 
-def test_constant():
-    assert constant(1, lr=3e-4) == constant(10**6, lr=3e-4) == 3e-4
-
-
 @pytest.mark.parametrize(
     "call",
     [
@@ -64,7 +60,6 @@ def test_constant():
         lambda: cosine(1, peak_lr=1e-3, warmup=0, total_steps=10),
         lambda: cosine(1, peak_lr=1e-3, warmup=10, total_steps=10),
         lambda: cosine(1, peak_lr=1e-3, warmup=10, total_steps=100, min_lr=1.0),
-        lambda: constant(1, lr=-1.0),
     ],
 )
 def test_invalid_arguments_raise_user_error(call):

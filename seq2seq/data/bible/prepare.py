@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.data.bible.alignment import Segment, align, fit_length_model
-from seq2seq.data.corpus import normalize
 from seq2seq.data.bible.sword import BOOKS, Verse, ensure_modules, export_module
+from seq2seq.data.corpus import normalize
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 
