@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 from torch.profiler import ProfilerActivity, profile
 
+CPU = torch.device("cpu")
 PAD, BOS, EOS = 0, 1, 2
 FIRST_WORD = 4  # token ids below this are reserved for pad/bos/eos/unk
 

@@ -29,6 +29,7 @@ from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
+    CPU,
     describe_machine,
     format_table,
     load_average,
@@ -41,6 +42,7 @@ from common import (
 from seq2seq.decode import SearchOptions, beam_search, greedy_search
 from seq2seq.decode.common import SpecialIds
 from seq2seq.model import build_model, model_size
+from seq2seq.precision import autocast
 
 PAD, BOS, EOS, FIRST_WORD = 0, 2, 3, 4
 VOCAB = 8000
@@ -103,8 +105,8 @@ def candidates(
 ) -> dict[str, Callable[[], object]]:
     """The two decoders, each running `steps` decoder steps per sentence with `beams` beams.
 
-    precision "bf16" runs both under the same `torch.autocast(bfloat16)` (what `seq2seq-translate
-    precision=bf16` does); "fp32" runs both in float32.
+    precision "bf16" runs both under the same autocast context (seq2seq.precision.autocast, what
+    `seq2seq-translate precision=bf16` uses); "fp32" runs both in float32.
     """
     torch.manual_seed(0)
     ours = build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, dropout=0.0, **SIZES).eval()
@@ -113,17 +115,14 @@ def candidates(
     options = SearchOptions(beam_size=beams, min_len=steps - 1, max_len_a=0.0, max_len_b=steps - 1)
     ids = SpecialIds(bos=BOS, eos=EOS, pad=PAD)
 
-    def autocast() -> torch.autocast:
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
-
     def run_ours() -> object:
-        with torch.inference_mode(), autocast():
+        with torch.inference_mode(), autocast(precision, CPU):
             if beams == 1:
                 return greedy_search(ours, src, options, ids=ids)
             return beam_search(ours, src, options, ids=ids)
 
     def run_marian() -> object:
-        with torch.inference_mode(), autocast():
+        with torch.inference_mode(), autocast(precision, CPU):
             return marian.generate(
                 input_ids=src,
                 attention_mask=mask,

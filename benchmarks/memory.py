@@ -18,11 +18,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 
 import torch
 from common import (
+    CPU,
     PAD,
     Timing,
     allocator_peak,
@@ -41,14 +41,11 @@ from common import (
 
 from seq2seq.model import build_model, count_parameters, model_size, size_names
 from seq2seq.nn.attention import AttentionContext, SelfAttention
+from seq2seq.precision import autocast
 from seq2seq.train.loss import label_smoothed_nll
 
 VOCAB = 8000
 GIB = 2**30
-
-
-def autocast_for(dtype: str):
-    return torch.autocast("cpu", dtype=torch.bfloat16) if dtype == "bf16" else contextlib.nullcontext()
 
 
 # ----------------------------------------------------------------------------- (a) checkpointing
@@ -72,7 +69,7 @@ def build_training_step(args: argparse.Namespace, checkpointing: bool):
     optimizer.step()  # creates exp_avg and exp_avg_sq
 
     def step() -> None:
-        with autocast_for(args.dtype):
+        with autocast(args.dtype, CPU):
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
         loss_sum, _, n_tokens = label_smoothed_nll(logits, batch.tgt_out, epsilon=0.1, pad_id=PAD)
         (loss_sum / n_tokens).backward()
@@ -192,7 +189,7 @@ def attention_run(length: int, window: int | None, dtype: str, args: argparse.Na
     context = AttentionContext(keep=None, causal=False, q_positions=positions, k_positions=positions)
 
     def forward_backward() -> None:
-        with autocast_for(dtype):
+        with autocast(dtype, CPU):
             out = layer(x, context)  # (1, S, D)
         out.float().square().mean().backward()
         x.grad = None

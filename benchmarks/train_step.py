@@ -18,7 +18,6 @@ warm-up. Our step's achieved GFLOP/s is printed next to a matmul peak measured i
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import math
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 from common import (
+    CPU,
     PAD,
     Batch,
     Timing,
@@ -45,6 +45,7 @@ from torch import Tensor, nn
 from seq2seq.model import build_model, count_parameters, model_size, size_names
 from seq2seq.nn.packing import Packing
 from seq2seq.nn.positional import sinusoid_table
+from seq2seq.precision import autocast
 from seq2seq.train.loss import LossOutput, projected_label_smoothed_nll
 from seq2seq.train.objective import batch_loss
 
@@ -198,11 +199,11 @@ def loss_function(name: str, model: nn.Module) -> Callable[[Batch], LossOutput]:
 def train_step(model: nn.Module, loss_of: Callable[[Batch], LossOutput], batch: Batch, bf16: bool):
     """A closure running one full training step on `batch` (same optimizer settings for every model)."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.01)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    precision = "bf16" if bf16 else "fp32"
     model.train()
 
     def step() -> None:
-        with autocast:
+        with autocast(precision, CPU):
             loss_sum, _, n_tokens = loss_of(batch)
         (loss_sum / n_tokens).backward()
         optimizer.step()

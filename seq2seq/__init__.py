@@ -1,7 +1,9 @@
 """seq2seq: a modular Transformer translation framework.
 
 Packages, in import order (a module imports only from its own package and the ones before it):
-errors, checkpoint  the one-line error type; the checkpoint file format
+errors, files   the one-line error type; atomic writes (temporaries named by host and process)
+checkpoint      the checkpoint file format
+precision       fp32 or bf16: the choice `auto` makes, and the one autocast context
 nn       pure building blocks: positions, attention backends, attention, KV cache, layers
 model    Encoder, Decoder, Seq2Seq and the builder that wires them
 data     corpora, sentencepiece, encoded corpora on disk, token-budget batching

@@ -37,7 +37,6 @@ from seq2seq.train import distributed
 from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
 from seq2seq.train.finish import FinishSettings, finish_run, objective
 from seq2seq.train.loop import Trainer, TrainerOptions
-from seq2seq.train.precision import resolve_precision
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import check_resume, check_run_directory
 from seq2seq.train.schedules import ScheduledLR
@@ -88,10 +87,10 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def trainer_options(cfg: DictConfig, device: torch.device) -> TrainerOptions:
+def trainer_options(cfg: DictConfig) -> TrainerOptions:
+    """The loop's settings; `precision` as configured (the Trainer resolves `auto` once, for the run)."""
     fields = TrainerOptions.__dataclass_fields__
     options = TrainerOptions(**{k: v for k, v in OmegaConf.to_container(cfg.trainer).items() if k in fields})
-    options.precision = resolve_precision(options.precision, device)
     if options.update_freq < 1:
         raise UserError(f"trainer.update_freq={options.update_freq} must be at least 1")
     return options
@@ -129,7 +128,7 @@ def train(cfg: DictConfig) -> float | None:
     if cfg.trainer.num_threads:
         torch.set_num_threads(int(cfg.trainer.num_threads))
     seed_everything(int(cfg.seed) + distributed.rank())
-    options = trainer_options(cfg, device)
+    options = trainer_options(cfg)
     checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
     check_run_directory(run_dir, checkpoint, str(cfg.trainer.resume))  # before anything is written there
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
@@ -146,7 +145,7 @@ def train(cfg: DictConfig) -> float | None:
                             fingerprint=fingerprint, on_update=snapshots)  # fmt: skip
     if checkpoint is not None:
         trainer.resume_from(checkpoint, resumed)
-    log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, options.precision,
+    log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, trainer.precision,
              run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()
     finished: dict[str, Any] = {}
@@ -210,10 +209,9 @@ def build_trainer(
         wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     main = distributed.is_main()
     progress = progress_bar_setting(cfg.trainer.progress_bar, setting="trainer.progress_bar")
-    return Trainer(
+    trainer = Trainer(
         model=wrapped, optimizer=optimizer, scheduler=scheduler, loss_fn=loss_fn, batches=data.train_batches,
-        make_batch=data.make_batch,
-        validate=build_validator(cfg, data, loss_fn, device, options.precision) if main else None,
+        make_batch=data.make_batch, validate=None,
         reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=progress, enabled=main),
         output_dir=run_dir, options=options, device=device, on_update=on_update,
         checkpoint_extras={
@@ -223,6 +221,9 @@ def build_trainer(
             "fingerprint": fingerprint,
         },
     )  # fmt: skip
+    if main:  # validation runs in the precision the trainer chose for the run
+        trainer.validate_fn = build_validator(cfg, data, loss_fn, device, trainer.precision)
+    return trainer
 
 
 def build_validator(

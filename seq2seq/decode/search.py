@@ -6,7 +6,6 @@ Shared by validation during training and by the Translator.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -17,6 +16,7 @@ from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.sampling import sampling_search
+from seq2seq.precision import autocast
 
 
 def length_sorted_batches(
@@ -67,12 +67,11 @@ def search_ids(
     lengths = [len(s) for s in sources]
     todo = [i for i, n in enumerate(lengths) if n > 0]
     generator = torch.Generator(device=device).manual_seed(options.seed) if options.sampling else None
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
     for batch in length_sorted_batches([lengths[i] for i in todo], max_tokens):
         indices = [todo[i] for i in batch]
         src = pad_batch([sources[i] for i in indices], ids.pad).to(device)  # (B, S)
         prefix = None if prefixes is None else [list(prefixes[i]) for i in indices]
-        with autocast:
+        with autocast(precision, device):
             hypotheses = search(model, src, options, generator=generator, prefix=prefix, ids=ids)
         for index, nbest in zip(indices, hypotheses):
             results[index] = nbest

@@ -36,11 +36,11 @@ from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.text_input import clean_line
 from seq2seq.decode.tuned import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
 from seq2seq.errors import UserError
+from seq2seq.precision import check_precision
 
 log = logging.getLogger(__name__)
 
 LONG_LINE_POLICIES = ("truncate", "split", "error")
-PRECISIONS = ("fp32", "bf16")
 ENGINES = ("auto", "torch", "ctranslate2")
 DEFAULT_OPTIONS = SearchOptions(beam_size=5)  # configs/decode/beam.yaml; a test keeps the two equal
 CTRANSLATE2_PENALTY = (
@@ -108,8 +108,7 @@ class Translator:
         chosen = _engine_for(paths, engine)
         requested, given = requested_options(options, DEFAULT_OPTIONS)
         policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines}
-        if precision not in PRECISIONS:
-            raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
+        check_precision(precision)
         target = torch.device(device)
         if chosen == "ctranslate2":
             exported = load_exported(paths[0], device=target, precision=precision)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import length_penalty, max_output_lengths
 from seq2seq.decode.search import length_sorted_batches, pad_batch, search_ids
 from seq2seq.decode.translator import DEFAULT_OPTIONS
+from seq2seq.precision import autocast
 from seq2seq.train.validation import Validator, evenly_spaced
 
 log = logging.getLogger(__name__)
@@ -94,12 +94,10 @@ def finished_hypotheses(
     """Every finished hypothesis of a beam search over `sources` (in order), batched by token budget."""
     model.eval()
     ids = SpecialIds.of(validator.tgt_tokenizer)
-    bf16 = validator.precision == "bf16"
-    autocast = torch.autocast(validator.device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
     results: list[list[Hypothesis]] = [[] for _ in sources]
     for batch in length_sorted_batches([len(s) for s in sources], validator.max_tokens):
         src = pad_batch([sources[i] for i in batch], ids.pad).to(validator.device)  # (B, S)
-        with autocast:
+        with autocast(validator.precision, validator.device):
             found = beam_search(model, src, options, ids=ids, all_finished=True)
         for index, hypotheses in zip(batch, found):
             results[index] = hypotheses

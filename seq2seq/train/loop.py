@@ -29,10 +29,10 @@ from seq2seq.checkpoint import (
     save_checkpoint,
 )
 from seq2seq.errors import UserError
+from seq2seq.precision import autocast, resolve_precision
 from seq2seq.train import distributed
 from seq2seq.train.objective import batch_loss
 from seq2seq.train.optim import clip_gradients
-from seq2seq.train.precision import resolve_precision
 from seq2seq.train.rng import restore_rng, rng_state
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ class Trainer:
         self.extras = checkpoint_extras
         self.options = options
         self.device, self.on_update = device, on_update
-        self.precision = resolve_precision(options.precision, device)
+        self.precision = resolve_precision(options.precision, device)  # auto: the one place it is chosen
         self.state = TrainState()
         self.started_at = time.time()  # temporaries older than this are leftovers of an interrupted run
         self.stop_requested: str | None = None  # why the run stopped, as every rank agreed
@@ -189,7 +189,7 @@ class Trainer:
             sync = index == len(group) - 1
             with (
                 nullcontext() if sync or not hasattr(model, "no_sync") else model.no_sync(),
-                self._autocast(),
+                autocast(self.precision, self.device),
             ):
                 out = batch_loss(model, batch, self.loss_fn, pad_id=self._unwrapped().pad_id)
             (out.loss_sum * scale).backward()
@@ -237,11 +237,6 @@ class Trainer:
                 f"training diverged: {self._consecutive_nonfinite} consecutive non-finite losses/gradients "
                 f"up to update {self.state.step + 1}; lower the learning rate, use fp32, or check the data"
             )
-
-    def _autocast(self) -> Any:
-        if self.precision == "bf16":
-            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
-        return nullcontext()
 
     # ------------------------------------------------------------------ stopping and validation
     def _validation_due(self, step: int, minutes_since: float) -> bool:

@@ -7,7 +7,6 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
 from typing import Any
 
 import sacrebleu
@@ -18,6 +17,7 @@ from seq2seq.decode.attention_plot import attention_figure, column_labels
 from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import best_tokens, pad_batch, search_ids
+from seq2seq.precision import autocast
 from seq2seq.train.objective import batch_loss
 
 log = logging.getLogger(__name__)
@@ -61,18 +61,13 @@ class Validator:
         self.compute_bleu, self.max_sentences = compute_bleu, max_sentences
         self.n_samples, self.attention_plot = n_samples, attention_plot
 
-    def _autocast(self) -> Any:
-        if self.precision == "bf16":
-            return torch.autocast(self.device.type, dtype=torch.bfloat16)
-        return nullcontext()
-
     @torch.inference_mode()
     def dev_loss(self, model: nn.Module) -> dict[str, float]:
         model.eval()
         loss = nll = tokens = 0.0
         for indices in self.dev_batches:
             batch = self.make_batch(indices).to(self.device)
-            with self._autocast():
+            with autocast(self.precision, self.device):
                 out = batch_loss(model, batch, self.loss_fn, pad_id=model.pad_id)
             loss, nll, tokens = (
                 loss + float(out.loss_sum),

@@ -1,13 +1,16 @@
-"""precision=auto: bf16 autocast only where the CPU's bf16 instructions are present *and* allowed."""
+"""precision=auto: bf16 autocast only where the CPU's bf16 instructions are present *and* allowed; the one
+autocast context every caller uses."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
 
+from seq2seq import precision
 from seq2seq.errors import UserError
-from seq2seq.train import precision
-from seq2seq.train.precision import fast_bf16, resolve_precision
+from seq2seq.precision import autocast, check_precision, fast_bf16, resolve_precision
 
 CPU = torch.device("cpu")
 
@@ -50,3 +53,35 @@ def test_an_unknown_precision_is_one_line() -> None:
     with pytest.raises(UserError, match=r"trainer\.precision='fp16' is not supported"):
         resolve_precision("fp16", CPU)
     assert "AVX2" not in precision.BF16_ONEDNN_ISAS
+
+
+def test_autocast_is_bf16_autocast_or_nothing() -> None:
+    with autocast("bf16", CPU):
+        assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    with autocast("fp32", CPU):
+        assert not torch.is_autocast_enabled("cpu")
+    with pytest.raises(UserError, match=r"precision='auto' is not supported; choose fp32 or bf16"):
+        autocast("auto", CPU)  # only training resolves auto
+
+
+def test_one_set_of_precisions() -> None:
+    """What a model runs in, and what trainer.precision may say: the same two plus auto."""
+    assert precision.SETTINGS == ("auto", *precision.PRECISIONS)
+    assert [check_precision(name) for name in precision.PRECISIONS] == list(precision.PRECISIONS)
+    for setting in precision.SETTINGS:
+        assert resolve_precision(setting, CPU) in precision.PRECISIONS
+
+
+PACKAGE = Path(precision.__file__).parent
+
+
+def test_one_module_builds_the_autocast_context_and_the_trainer_alone_resolves_auto() -> None:
+    sources = {path: path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")}
+    building = sorted(
+        str(path.relative_to(PACKAGE)) for path, text in sources.items() if "torch.autocast(" in text
+    )
+    assert building == ["precision.py"]
+    resolving = sorted(
+        str(path.relative_to(PACKAGE)) for path, text in sources.items() if "resolve_precision(" in text
+    )
+    assert resolving == ["precision.py", "train/loop.py"]  # defined; called once per run, by the Trainer
