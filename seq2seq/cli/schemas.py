@@ -2,7 +2,8 @@
 
 Registered in Hydra's ConfigStore as `schema/model` and `schema/trainer`; the YAML files of
 those groups list them first in their defaults, which gives `trainer.max_updates=abc` or an
-unknown key Hydra's own one-line error before anything runs.
+unknown key Hydra's own one-line error before anything runs. Both are derived from the code that reads
+the keys (build_model's signature; the dataclasses of the trainer's parts), never written twice.
 """
 
 from __future__ import annotations
@@ -10,12 +11,16 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from seq2seq.model.builders import RUN_TIME_ARGUMENTS, build_model
+from seq2seq.train.finish import FinishSettings
+from seq2seq.train.loop import TrainerOptions
 
 
 def _model_schema() -> type:
@@ -36,38 +41,43 @@ def _model_schema() -> type:
 ModelSchema = _model_schema()
 
 
-@dataclass
-class TrainerSchema:
-    """Types of the `trainer` group's keys; their values live in configs/trainer/default.yaml only."""
+@dataclass(frozen=True)
+class CommandSettings:
+    """The `trainer` keys seq2seq-train reads itself, typed; values in configs/trainer/default.yaml only.
 
-    max_updates: int = MISSING
-    max_epochs: int = MISSING
-    max_minutes: float | None = MISSING
-    max_tokens: int = MISSING
-    update_freq: int = MISSING
-    clip_norm: float | None = MISSING
-    precision: str = MISSING
-    device: str = MISSING
-    num_threads: int | None = MISSING
-    validate_every: int | None = MISSING
-    validate_every_minutes: float | None = MISSING
-    validate_bleu: bool = MISSING
-    validate_max_sentences: int | None = MISSING
-    early_stop_patience: int | None = MISSING
-    save_every: int | None = MISSING
-    keep_last: int = MISSING
-    average_last: int | None = MISSING
-    average_fraction: float | None = MISSING
-    snapshot_every: int = MISSING
-    max_snapshots: int = MISSING
-    tune_decoding: bool = MISSING
-    tune_decoding_sentences: int | None = MISSING
-    log_every: int = MISSING
-    resume: str = MISSING
-    max_consecutive_nonfinite: int = MISSING
-    sample_translations: int = MISSING
-    attention_plot: bool = MISSING
-    progress_bar: str = MISSING
+    The loop's keys are TrainerOptions' fields and the end of a run's FinishSettings' (both with
+    defaults for library users); these have no defaults because only the command builds them.
+    """
+
+    max_tokens: int
+    device: str
+    num_threads: int | None
+    resume: str
+    progress_bar: str
+    validate_bleu: bool
+    validate_max_sentences: int | None
+    sample_translations: int
+    attention_plot: bool
+
+    @classmethod
+    def from_config(cls, trainer: Mapping[str, Any]) -> CommandSettings:
+        return cls(**{field.name: trainer[field.name] for field in dataclasses.fields(cls)})
+
+
+TRAINER_PARTS = (TrainerOptions, FinishSettings, CommandSettings)  # together: every `trainer` key, once
+
+
+def _trainer_schema() -> type:
+    """Types of the `trainer` group's keys, without values: the fields of TRAINER_PARTS, so the schema
+    cannot drift from the dataclasses that read the keys."""
+    fields = []
+    for part in TRAINER_PARTS:
+        hints = typing.get_type_hints(part)
+        fields += [(field.name, hints[field.name], MISSING) for field in dataclasses.fields(part)]
+    return dataclasses.make_dataclass("TrainerSchema", fields)
+
+
+TrainerSchema = _trainer_schema()
 
 
 def register_schemas() -> None:

@@ -26,7 +26,7 @@ from torch import nn
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
 from seq2seq.cli.resolvers import register_resolvers
-from seq2seq.cli.schemas import register_schemas
+from seq2seq.cli.schemas import CommandSettings, register_schemas
 from seq2seq.cli.training_data import RunData, load_data
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
@@ -116,22 +116,21 @@ def train(cfg: DictConfig) -> float | None:
     checkpoint chosen to translate (the average or best.pt: seq2seq.train.finish), else the best
     validation BLEU."""
     check_targets(cfg)
+    command = CommandSettings.from_config(cfg.trainer)
     finish = FinishSettings.from_config(cfg.trainer)
     finish.check(cfg.trainer)
     bound_onednn_caches()  # bf16 autocast and validation build oneDNN primitives per batch shape
     check_embedding_sharing(bool(cfg.model.share_embeddings), joint_vocabulary=bool(cfg.data.tokenizer.joint))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    device = pick_device(
-        str(cfg.trainer.device), setting="trainer.device", local_rank=distributed.local_rank()
-    )
+    device = pick_device(command.device, setting="trainer.device", local_rank=distributed.local_rank())
     distributed.initialize(device)
-    if cfg.trainer.num_threads:
-        torch.set_num_threads(int(cfg.trainer.num_threads))
+    if command.num_threads:
+        torch.set_num_threads(command.num_threads)
     seed_everything(int(cfg.seed) + distributed.rank())
     options = trainer_options(cfg)
-    checkpoint = resume_path(str(cfg.trainer.resume), run_dir)
-    check_run_directory(run_dir, checkpoint, str(cfg.trainer.resume))  # before anything is written there
-    data = load_data(cfg.data, run_dir=run_dir, max_tokens=int(cfg.trainer.max_tokens), seed=int(cfg.seed))
+    checkpoint = resume_path(command.resume, run_dir)
+    check_run_directory(run_dir, checkpoint, command.resume)  # before anything is written there
+    data = load_data(cfg.data, run_dir=run_dir, max_tokens=command.max_tokens, seed=int(cfg.seed))
     fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     snapshots = None
@@ -208,7 +207,8 @@ def build_trainer(
         device_ids = [device.index] if device.type == "cuda" else None
         wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     main = distributed.is_main()
-    progress = progress_bar_setting(cfg.trainer.progress_bar, setting="trainer.progress_bar")
+    command = CommandSettings.from_config(cfg.trainer)
+    progress = progress_bar_setting(command.progress_bar, setting="trainer.progress_bar")
     trainer = Trainer(
         model=wrapped, optimizer=optimizer, scheduler=scheduler, loss_fn=loss_fn, batches=data.train_batches,
         make_batch=data.make_batch, validate=None,
@@ -222,14 +222,18 @@ def build_trainer(
         },
     )  # fmt: skip
     if main:  # validation runs in the precision the trainer chose for the run
-        trainer.validate_fn = build_validator(cfg, data, loss_fn, device, trainer.precision)
+        trainer.validate_fn = build_validator(cfg, command, data, loss_fn, device, trainer.precision)
     return trainer
 
 
 def build_validator(
-    cfg: DictConfig, data: RunData, loss_fn: Any, device: torch.device, precision: str
+    cfg: DictConfig,
+    command: CommandSettings,
+    data: RunData,
+    loss_fn: Any,
+    device: torch.device,
+    precision: str,
 ) -> Validator:
-    trainer_cfg = cfg.trainer
     search = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
     return Validator(
         dev=data.corpus.dev,
@@ -243,11 +247,11 @@ def build_validator(
         device=device,
         precision=precision,
         search=search,
-        max_tokens=int(trainer_cfg.max_tokens),
-        compute_bleu=bool(trainer_cfg.validate_bleu),
-        max_sentences=trainer_cfg.validate_max_sentences,
-        n_samples=int(trainer_cfg.sample_translations),
-        attention_plot=bool(trainer_cfg.attention_plot),
+        max_tokens=command.max_tokens,
+        compute_bleu=command.validate_bleu,
+        max_sentences=command.validate_max_sentences,
+        n_samples=command.sample_translations,
+        attention_plot=command.attention_plot,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import (
     NEG_INF,
@@ -40,12 +41,12 @@ Prefix = Sequence[int] | Sequence[Sequence[int]] | Tensor | None
 
 @dataclass(frozen=True)
 class SpecialIds:
-    """The token ids a search treats specially. The defaults are every seq2seq tokenizer's
-    (seq2seq.data.tokenizer: pad=0, unk=1, bos=2, eos=3)."""
+    """The token ids a search treats specially. The defaults are every seq2seq tokenizer's, read from
+    seq2seq.data.tokenizer (pad=0, unk=1, bos=2, eos=3)."""
 
-    bos: int = 2
-    eos: int = 3
-    pad: int = 0
+    bos: int = Tokenizer.BOS_ID
+    eos: int = Tokenizer.EOS_ID
+    pad: int = Tokenizer.PAD_ID
 
     @classmethod
     def of(cls, tokenizer: Any) -> SpecialIds:

@@ -52,7 +52,7 @@ def create_app(
     limits: Limits,
     metrics: Metrics,
     request_timeout_s: float = 60.0,
-    error_delay_ms: float = 0.0,
+    error_delay_ms: float = 100.0,
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
 ) -> Any:

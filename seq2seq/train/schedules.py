@@ -68,7 +68,7 @@ def inverse_sqrt(step: int, *, peak_lr: float, warmup: int, init_lr: float = 0.0
     return peak_lr * math.sqrt(warmup / step)
 
 
-def cosine(step: int, *, peak_lr: float, warmup: int, total_steps: int, min_lr: float = 0.0) -> float:
+def cosine(step: int, *, peak_lr: float, warmup: int, total_steps: int, min_lr: float = 1e-5) -> float:
     """Linear warmup to ``peak_lr``, then a half cosine down to ``min_lr`` at ``total_steps``.
 
     Steps past ``total_steps`` stay at ``min_lr`` so that training a little longer is harmless.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from seq2seq.decode.common import next_token_logprobs_
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.common import SPECIAL_IDS, SpecialIds, next_token_logprobs_
 
 
 def test_next_token_logprobs_equal_log_softmax_and_reuse_float32_logits() -> None:
@@ -30,3 +31,11 @@ def test_cache_steps_covers_bos_and_every_output_token_up_to_a_bound():
 
     assert cache_steps(0) == 1 and cache_steps(30) == 31
     assert cache_steps(1000) == 128  # longer outputs grow the caches by doubling
+
+
+def test_the_default_special_ids_are_every_tokenizers() -> None:
+    """A search without `ids=` treats pad, bos and eos as a trained seq2seq tokenizer numbers them."""
+    tokenizer = Tokenizer.train(
+        ["the dog sees the cat", "a man finds water"] * 20, vocab_size=20, model_type="bpe"
+    )
+    assert SPECIAL_IDS == SpecialIds() == SpecialIds.of(tokenizer)
