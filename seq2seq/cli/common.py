@@ -8,6 +8,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,16 +22,29 @@ log = logging.getLogger("seq2seq")
 
 
 def config_dir() -> str:
-    """Absolute path of the Hydra config tree.
+    """Absolute path of the Hydra config tree: a directory, which `@hydra.main(config_path=...)` and
+    `initialize_config_dir` both take.
 
-    A source checkout (editable install) uses the repository's ``configs/``; an installed wheel
-    carries the same tree as the package data ``seq2seq/configs``.
+    An installed wheel carries a copy of the repository's ``configs/`` as the package data
+    ``seq2seq/configs`` (setup.py puts it there), found through importlib.resources. A source tree (the
+    editable install, or the package on PYTHONPATH) has no such copy and uses the ``configs/`` beside the
+    package, so that edits there apply at once.
     """
-    package_dir = Path(__file__).resolve().parents[1]
-    for candidate in (package_dir.parent / "configs", package_dir / "configs"):
-        if (candidate / "train.yaml").is_file() or (candidate / "data").is_dir():
+    package = resources.files("seq2seq")
+    if not isinstance(package, Path):  # a zip archive: Hydra reads configs from a directory
+        raise UserError(f"seq2seq is imported from an archive ({package}); install it with pip")
+    package = package.resolve()
+    for candidate in (package / "configs", package.parent / "configs"):
+        if _is_config_tree(candidate):
             return str(candidate)
-    raise UserError(f"no configs/ directory found next to {package_dir}; reinstall the package")
+    raise UserError(
+        f"no config tree found: neither the package data {package / 'configs'} (an installed wheel) nor "
+        f"{package.parent / 'configs'} (a source checkout); reinstall seq2seq"
+    )
+
+
+def _is_config_tree(path: Path) -> bool:
+    return (path / "train.yaml").is_file() and (path / "model").is_dir()
 
 
 def exit_on_user_error(fn: F) -> F:
