@@ -42,7 +42,7 @@ def worker(model: str, source: Path, threads: int, max_tokens: int, beam: int) -
     translator = Translator.from_checkpoint(model)
     lines = source.read_text(encoding="utf-8").splitlines()
     start = time.perf_counter()
-    outputs = translator.translate(lines, beam_size=beam, batch_tokens=max_tokens)
+    outputs = translator.translate(lines, beam_size=beam, max_tokens=max_tokens)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"seconds": seconds, "outputs": outputs, "peak_rss": peak}

@@ -7,7 +7,7 @@ against the same sentences translated offline in one call (the upper bound a ser
     python benchmarks/serve.py --checkpoint CKPT --sentences 200 --clients 1 8 32
     python benchmarks/serve.py --hostile --duration 60       # 60 s without the bad client, 60 s with it
 
-The server runs in its own process with --threads threads (batch_wait_ms and max_batch_tokens at their
+The server runs in its own process with --threads threads (batch_wait_ms and max_tokens at their
 defaults); each client sends one Bible test sentence per request (beam 5) and waits for the answer
 before sending the next; clients share one asyncio event loop in this process. The offline figure is
 Translator.translate on all the sentences at once in a separate process with the same threads.

@@ -19,6 +19,7 @@ from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, number_setting, pick_device
+from seq2seq.cli.renamed_keys import refuse_renamed_keys
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
@@ -26,7 +27,7 @@ from seq2seq.errors import UserError
 log = logging.getLogger("seq2seq.serve")
 # Numeric settings and their ranges: every one finite (Hydra reads `inf` and `nan` as numbers).
 LIMITS = {"max_sentences": 100_000, "max_chars": 1_000_000, "max_beam_size": 1024, "max_body_bytes": 1 << 30}
-INTEGERS = {"max_batch_tokens": (1, 10_000_000), "max_queue": (1, 1_000_000)}
+INTEGERS = {"max_tokens": (1, 10_000_000), "max_queue": (1, 1_000_000)}
 FLOATS = {"batch_wait_ms": (0, 60_000), "max_batch_wait_ms": (0, 60_000), "error_delay_ms": (0, 10_000),
           "request_timeout_s": (0.01, 86_400)}  # fmt: skip
 ORIGIN = re.compile(r"https?://[^/\s]+")
@@ -64,7 +65,7 @@ def serve(cfg: DictConfig) -> None:
         translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user
         return translator
 
-    batching = {key: settings[key] for key in ("batch_wait_ms", "max_batch_wait_ms", "max_batch_tokens")}
+    batching = {key: settings[key] for key in ("batch_wait_ms", "max_batch_wait_ms", "max_tokens")}
     batcher = BatchingTranslator(load, **batching, max_queue=settings["max_queue"],
                                  on_batch=metrics.observe_batch)  # fmt: skip
     shared = {
@@ -157,6 +158,7 @@ def run_server(app: Any, *, host: str, port: int, graceful_s: float) -> None:
         raise UserError(f"cannot listen on {host}:{port} (the reason is logged above); pick another port")
 
 
+@refuse_renamed_keys({"max_batch_tokens": "max_tokens"})
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="serve")
 def main(cfg: DictConfig) -> None:
     serve(cfg)

@@ -145,7 +145,7 @@ class Translator:
         max_len_a: float | None = None,
         max_len_b: int | None = None,
         return_scores: bool = False,
-        batch_tokens: int = 4096,
+        max_tokens: int = 4096,
         options: SearchOptions | None = None,
         prefixes: Sequence[str] | None = None,
     ) -> list[Any]:
@@ -161,7 +161,7 @@ class Translator:
         )  # fmt: skip
         encoded = self.encode(texts)
         forced = None if prefixes is None else self.encode_prefixes(prefixes, encoded)
-        results = self.search(encoded.sources, options, max_tokens=batch_tokens, prefixes=forced)
+        results = self.search(encoded.sources, options, max_tokens=max_tokens, prefixes=forced)
         joined = self.join_pieces(encoded, results)
         shaped = [[(text, score) if return_scores else text for text, score in nbest] for nbest in joined]
         return shaped if options.nbest > 1 else [nbest[0] for nbest in shaped]

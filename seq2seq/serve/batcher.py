@@ -91,11 +91,11 @@ class BatchingTranslator:
         *,
         batch_wait_ms: float = 5.0,
         max_batch_wait_ms: float = 50.0,
-        max_batch_tokens: int = 4096,
+        max_tokens: int = 4096,
         max_queue: int = 256,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> None:
-        self.max_batch_tokens, self.max_queue, self.on_batch = max_batch_tokens, max_queue, on_batch
+        self.max_tokens, self.max_queue, self.on_batch = max_tokens, max_queue, on_batch
         self.batch_wait = batch_wait_ms / 1000.0
         self.max_batch_wait = max(max_batch_wait_ms, batch_wait_ms) / 1000.0
         self.stats = BatchStats()
@@ -227,7 +227,7 @@ class BatchingTranslator:
     def _gather(self, first: _Job) -> list[_Job]:
         """`first` and the jobs with its settings that arrive while the batch is open, up to the token
         budget; the others wait in `_pending` for a later batch."""
-        batch, budget = [first], self.max_batch_tokens - first.tokens
+        batch, budget = [first], self.max_tokens - first.tokens
         for job in [job for job in self._pending if job.options == first.options]:
             if job.tokens <= budget:
                 self._pending.remove(job)
@@ -271,7 +271,7 @@ class BatchingTranslator:
     def _search(self, jobs: list[_Job]) -> list[Answer]:
         """Each job's answer, from one search over all their sentences."""
         merged = merge([job.encoded for job in jobs])
-        results = self.translator.search(merged.sources, jobs[0].options, max_tokens=self.max_batch_tokens)
+        results = self.translator.search(merged.sources, jobs[0].options, max_tokens=self.max_tokens)
         joined = self.translator.join_pieces(merged, results)
         answers, start = [], 0
         for job in jobs:
@@ -307,7 +307,7 @@ class BatchingTranslator:
         for index in range(job.encoded.n_texts):
             sources = [s for s, owner in zip(job.encoded.sources, job.encoded.owners) if owner == index]
             try:
-                self.translator.search(sources, job.options, max_tokens=self.max_batch_tokens)
+                self.translator.search(sources, job.options, max_tokens=self.max_tokens)
             except Exception:
                 return index
         return None

@@ -124,9 +124,7 @@ def test_translator_defaults_equal_translate_yaml() -> None:
         assert init[name].default == loader[name].default == translate[name], name
     for name in ("precision", "engine"):
         assert loader[name].default == translate[name], name
-    assert (
-        inspect.signature(Translator.translate).parameters["batch_tokens"].default == translate["max_tokens"]
-    )
+    assert inspect.signature(Translator.translate).parameters["max_tokens"].default == translate["max_tokens"]
 
 
 @pytest.mark.parametrize("name", ["beam_size", "nbest", "length_penalty", "max_len_a", "max_len_b"])

@@ -55,6 +55,10 @@ def run_serve(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
         ("max_batch_wait_ms=nan", "error: max_batch_wait_ms=nan must be a finite number"),
         ("port=inf", "error: port=inf must be a finite number"),
         ("max_input_tokens=-1", "error: max_input_tokens=-1 must be at least 1"),
+        (
+            "max_batch_tokens=8192",
+            "error: max_batch_tokens was renamed max_tokens; use max_tokens=... instead",
+        ),
     ],
 )
 def test_bad_serve_settings_are_one_line_errors(override: str, message: str, tmp_path: Path) -> None:
@@ -77,7 +81,7 @@ def settings(*overrides: str) -> dict:
         (["request_timeout_s=1e6"], "request_timeout_s=1000000.0 must be at most 86400"),
         (["max_queue=0"], "max_queue=0 must be at least 1"),
         (["error_delay_ms=20000"], "error_delay_ms=20000 must be at most 10000"),
-        (["max_batch_tokens=-5"], "max_batch_tokens=-5 must be at least 1"),
+        (["max_tokens=-5"], "max_tokens=-5 must be at least 1"),
         (["threads=0"], "threads=0 must be at least 1"),
         (["max_chars=1e12"], "max_chars=1000000000000.0 must be at most 1000000"),
         (["api_key=abc", "api_key_env=KEY"], "set api_key or api_key_env, not both"),
