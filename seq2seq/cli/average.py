@@ -1,5 +1,11 @@
 """seq2seq-average: average the model weights of the last N checkpoints into one checkpoint
-(seq2seq.train.averaging says what the output keeps)."""
+(seq2seq.train.averaging says what the output keeps).
+
+Flags, not Hydra's key=value like seq2seq-train/translate/serve: its input is a list of checkpoint files
+or directories, which key=value settings express badly, and it has no config tree to compose. The flags
+are those of fairseq's scripts/average_checkpoints.py (--inputs ... --output), so a fairseq user's
+command carries over (--last N for its --num-update-checkpoints N). --help says the same (WHY_FLAGS).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +23,16 @@ from seq2seq.train.averaging import average_checkpoints, find_checkpoints
 log = logging.getLogger(__name__)
 
 
+WHY_FLAGS = """Why --flags and not key=value like the other seq2seq commands: the input is a list of files or
+directories, and the flags are those of fairseq's average_checkpoints.py; there is no config to compose."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="seq2seq-average",
         description="Average the model weights of several checkpoints into one (for translation).",
-        epilog="example: seq2seq-average --inputs runs/en-es/checkpoints --last 5 --output avg5.pt",
+        epilog=f"example: seq2seq-average --inputs runs/en-es --last 5 --output avg5.pt\n\n{WHY_FLAGS}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--inputs",

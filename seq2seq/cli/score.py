@@ -1,6 +1,9 @@
 """seq2seq-score: corpus BLEU / chrF / TER of a hypothesis file against one or more reference files.
 
-A plain argparse tool rather than a Hydra app: it has a handful of flags and no config tree.
+Flags, not Hydra's key=value like seq2seq-train/translate/serve: its input is a list of files (the
+hypotheses, then any number of references, - for stdin), which key=value settings express badly
+(`refs=[a.es,b.es]`, quoting), and it has no config tree to compose. The usage is sacrebleu's and
+fairseq-score's: files as arguments, options as --flags. --help says the same (WHY_FLAGS).
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ from seq2seq.decode.score import DEFAULT_METRICS, METRICS, format_scores, score_
 from seq2seq.decode.text_input import read_text_lines
 from seq2seq.errors import UserError
 
-EXAMPLES = """examples:
+WHY_FLAGS = """Why --flags and not key=value like the other seq2seq commands: the input is a list of files
+(any number of references), as sacrebleu and fairseq-score take them, and there is no config to compose."""
+EXAMPLES = f"""examples:
   seq2seq-score hyp.es ref.es
   seq2seq-score hyp.es ref1.es ref2.es --metrics bleu,chrf++ --json
   seq2seq-translate ... | seq2seq-score - ref.es
+
+{WHY_FLAGS}
 """
 
 

@@ -23,3 +23,21 @@ def test_help_explains_usage_and_policies(module: str, expected: list[str], tmp_
     assert result.returncode == 0, result.stderr[-2000:]
     for text in expected:
         assert text in result.stdout, f"{text!r} missing from {module} --help"
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("seq2seq.cli.score", ["HYP", "REF", "--metrics", "sacrebleu"]),
+        ("seq2seq.cli.average", ["--inputs", "--last", "--output", "average_checkpoints.py"]),
+    ],
+)
+def test_the_file_list_tools_say_why_they_take_flags(
+    module: str, expected: list[str], tmp_path: Path
+) -> None:
+    """seq2seq-score and seq2seq-average take --flags, not key=value: their --help says why."""
+    result = run_module(module, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    help_text = " ".join(result.stdout.split())
+    for text in [*expected, "Why --flags and not key=value", "there is no config to compose"]:
+        assert text in help_text, f"{text!r} missing from {module} --help"
