@@ -1,17 +1,18 @@
 """seq2seq: a modular Transformer translation framework.
 
-Packages, in import order (a module imports only from its own package and the ones before it):
-errors, files   the one-line error type; atomic writes (temporaries named by host and process)
-checkpoint      the checkpoint file format
-precision       fp32 or bf16: the choice `auto` makes, and the one autocast context
-nn       pure building blocks: positions, attention backends, attention, KV cache, layers
-model    Encoder, Decoder, Seq2Seq and the builder that wires them
-data     corpora, sentencepiece, encoded corpora on disk, token-budget batching
-decode   search (greedy, beam, sampling), the Translator, scoring
-train    loss, schedules, optimizer, the training loop, validation, reporting
-export   converters to inference engines
-serve    the HTTP server
-cli      the command-line entry points (Hydra)
+Modules and packages, in import order (a module imports only from its own package and the ones before it):
+errors.py      the one-line error type for user mistakes
+files.py       atomic writes (temporaries named by host and process)
+checkpoint.py  the checkpoint file format
+precision.py   fp32 or bf16: the choice `auto` makes, and the one autocast context
+nn/            pure building blocks: positions, attention backends, attention, KV cache, layers
+model/         Encoder, Decoder, Seq2Seq and the builder that wires them
+data/          corpora, sentencepiece, encoded corpora on disk, token-budget batching
+decode/        search (greedy, beam, sampling), the Translator, scoring
+train/         loss, schedules, optimizer, the training loop, validation, reporting
+export/        converters to inference engines
+serve/         the HTTP server
+cli/           the command-line entry points (Hydra)
 
 `from seq2seq import Translator` is the Python API for a trained model.
 """

@@ -3,10 +3,15 @@
 prepare.py        seq2seq-prepare: build or check the corpus of a data config
 train.py          seq2seq-train: compose the config, build data/model/optimizer, train
 training_data.py  the `data` config group -> what the training loop consumes
+data_config.py    the `data` config group -> prepare_training_data's arguments (free of torch)
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
-score.py          seq2seq-score: BLEU, chrF, TER with sacreBLEU signatures
-average.py        seq2seq-average: average the weights of the last checkpoints
+export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory
+serve.py          seq2seq-serve: the HTTP server's settings, checked before the model loads
+score.py          seq2seq-score: BLEU, chrF, TER with sacreBLEU signatures (--flags: it takes file lists)
+average.py        seq2seq-average: average the weights of the last checkpoints (--flags, as fairseq's)
+recipe_choice.py  which 30-minute recipe the quickstart trains, by native bf16 and the number of cores
 schemas.py        typed schemas that check config values when Hydra composes them
+renamed_keys.py   a one-line error naming the new key when an override uses a renamed one
 resolvers.py      config resolvers for sweeps: threads per parallel job, the Optuna study's storage and seed
 common.py         config location, one-line errors, device and progress-bar settings
 """

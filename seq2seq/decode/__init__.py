@@ -8,6 +8,10 @@ sampling.py     temperature / top-k / nucleus sampling, seeded
 beam.py         batched beam search with in-place KV-cache reordering
 search.py       search(): the search a SearchOptions describes; search_ids(): many sentences, batched
 loading.py      a model and its tokenizers rebuilt from a checkpoint file alone
+ensemble.py     several models searched as one (mean log-probabilities, each with its own cache)
+engines.py      what a Translator searches with: our PyTorch search, or CTranslate2 on an exported model
+exported.py     reading a model directory written by seq2seq-export
+tuned.py        a model's own decoding settings (length_penalty, max_len_a) stored with its weights
 translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
 text_input.py   reading text to translate or score (file or stdin, strict or lenient UTF-8)
 score.py        BLEU, chrF and TER with sacreBLEU signatures

@@ -10,4 +10,10 @@ validation.py   dev loss, dev BLEU/chrF from real decoding, samples, attention p
 reporting.py    progress bar, log lines, TensorBoard
 distributed.py  data parallelism under torchrun (gloo on CPU, NCCL on GPUs)
 rng.py          every global random generator's state, for exact resumption
+fingerprint.py  the settings that define a run's model and data, checked on resume
+run_dir.py      a run directory holds one run: no fresh start among another run's files
+snapshots.py    weights-only snapshots for trainer.average_fraction
+averaging.py    checkpoint averaging, and scoring the average on the whole dev set
+finish.py       the end of a run: average, choose the checkpoint to translate, tune its decoding
+decoding_tuning.py  length_penalty (and max_len_a) tuned on dev data for the chosen checkpoint
 """
