@@ -34,6 +34,13 @@ BENCHMARKS = [
     ("Decoding: ours vs MarianMTModel.generate", "decode.py", []),
     ("Memory: activation checkpointing; local vs full attention", "memory.py", []),
 ]
+KEPT_SECTION = "## Figures moved from code comments"  # written by hand: kept when the file is rewritten
+
+
+def kept_section(path: Path) -> list[str]:
+    """The hand-written section of an existing results file (from its heading to the end), if any."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return [text[text.index(KEPT_SECTION) :].rstrip() + "\n"] if KEPT_SECTION in text else []
 
 
 def machine() -> str:
@@ -89,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = format_table(["measurement", "peer", "ours vs peer", "target"], headlines)
     header = f"# Benchmark results\n\nMachine: {machine_line}\n\n## Summary\n\n{summary}\n"
     print(summary)
-    args.out.write_text("\n".join([header, *sections]))
+    args.out.write_text("\n".join([header, *sections, *kept_section(args.out)]))
     print(f"wrote {args.out}")
     return 1 if failed else 0
 

@@ -168,8 +168,8 @@ def _row_topk(values: Tensor, k: int, *, block: int = 64) -> tuple[Tensor, Tenso
 
     A row's k largest values lie in the k blocks (of `block` columns) with the largest maxima, so
     one pass of block maxima narrows the search to k * block columns. torch.topk over the whole
-    row is the slow part of a beam step on CPU (batch 64 x 5 beams, V = 8000, k = 10: 2.7-2.9 ms;
-    this: 1.3-1.6 ms). Among equal values the columns chosen may differ from torch.topk's.
+    row is the slow part of a beam step on CPU, and this takes about half its time (figures:
+    benchmarks/results.md). Among equal values the columns chosen may differ from torch.topk's.
     Shapes: values (N, V) -> values, columns (N, k).
     """
     rows, width = values.shape

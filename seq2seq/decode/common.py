@@ -94,8 +94,8 @@ def next_token_logprobs_(logits: Tensor) -> Tensor:
     """Float32 log-softmax over the vocabulary, written over `logits` when they are float32 already.
 
     The caller gives up `logits` (a decode step's fresh output). Reusing their buffer saves a new
-    (N, V) allocation per step, which on CPU costs page faults at this size (interleaved beam-5
-    runs, batch 64, V = 8000: 2-5 ms less per ~80 ms step by median; same outputs and scores, bitwise).
+    (N, V) allocation per step, which on CPU costs page faults at this size (a few percent of a beam
+    step: benchmarks/results.md; same outputs and scores, bitwise).
     Shapes: (N, V) -> (N, V).
     """
     scores = logits.float()  # the same tensor for float32 logits

@@ -105,10 +105,9 @@ def attend(
     tq, tk = q.shape[-2], k.shape[-2]
     on_cpu = q.device.type == "cpu"
     low_precision_cpu = on_cpu and q.dtype in (torch.bfloat16, torch.float16)
-    # PyTorch's CPU SDPA kernels are slow for (a) bf16/fp16: fwd+bwd at B=150, H=4, T=40, Dh=64 took
-    # 44 ms against 6.4 ms for two matmuls and a softmax; (b) the few queries of a cached decoding
-    # step, where the flash kernel's per-call cost dominates (one query, 320 hypotheses, 4 heads,
-    # 40 keys, Dh 64: 2.2 ms against 0.8 ms). Both take the direct matmul path.
+    # PyTorch's CPU SDPA kernels are slower than two matmuls and a softmax for (a) bf16/fp16, forward
+    # and backward; (b) the few queries of a cached decoding step, where the flash kernel's per-call
+    # cost dominates. Both take the direct matmul path (figures: benchmarks/results.md).
     matmul_on_cpu = low_precision_cpu or (on_cpu and tq <= CPU_MATMUL_MAX_QUERIES)
     if (
         attention_backend == "sdpa"

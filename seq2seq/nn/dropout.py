@@ -2,12 +2,12 @@
 
 On CPU, `F.dropout` draws one Bernoulli sample per element from the default generator; drawing
 64-bit random integers and reading each as two 32-bit uniforms needs half as many generator calls and
-no float conversion. Measured on two cores for a (4400, 256) float32 tensor: 5-7 ms instead of
-8-11 ms forward, 6-9 ms instead of 10-12 ms forward + backward, at each of the `small` model's 23
-dropout sites. The distribution is the same up to probabilities being multiples of 2^-32 (the float
-uniform behind `F.dropout` has 2^-24 steps), the mask is saved as bool (as `F.dropout` does), and
-the draws come from the default generator, so `torch.manual_seed`, checkpointed RNG state and
-`torch.utils.checkpoint`'s RNG replay all apply. Other devices use `F.dropout` (fused kernels).
+no float conversion, which was faster forward and backward at each of the `small` model's 23 dropout
+sites (figures: benchmarks/results.md). The distribution is the same up to probabilities being
+multiples of 2^-32 (the float uniform behind `F.dropout` has 2^-24 steps), the mask is saved as bool
+(as `F.dropout` does), and the draws come from the default generator, so `torch.manual_seed`,
+checkpointed RNG state and `torch.utils.checkpoint`'s RNG replay all apply. Other devices use
+`F.dropout` (fused kernels).
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 F.linear computes float32 products on CPU with the BLAS PyTorch was built with (MKL for the x86
 wheels). PyTorch also ships oneDNN, which it already uses for bfloat16; its float32 kernel was
-faster at every shape of our decoding step on the development machine (AMD EPYC, AVX-512; median
-GFLOP/s in one run, MKL vs oneDNN): output projection 320 x 256 -> 8000: 109 vs 167; FFN
-320 x 256 -> 1024: 149 vs 157, 320 x 1024 -> 256: 133 vs 170; QKV 320 x 256 -> 768: 152 vs 178.
+faster at every shape of our decoding step (output projection, FFN, QKV) on the development machine
+(the figures: benchmarks/results.md).
 
 oneDNN is used only where nothing can need a gradient (no_grad / inference_mode), for float32
 CPU tensors outside autocast, and only when this PyTorch build has the kernel; everything else,
@@ -13,9 +12,8 @@ training included, goes through F.linear unchanged. The two differ only in float
 oneDNN builds a primitive (JIT-compiled code) per input shape and keeps it in two caches, ideep's
 (`LRU_CACHE_CAPACITY`) and oneDNN's own (`ONEDNN_PRIMITIVE_CACHE_CAPACITY`), 1024 entries each by default.
 Decoding meets a new row count at almost every batch, so a long-running server grew without visible
-end: a translator fed batches of 1-24 random sentences (the 7.6M-parameter model, AMD EPYC,
-AVX512-BF16, torch 2.13.0+cpu) held 822 MiB after 1,920 sentences and kept growing, against 413 MiB
-with 64 entries each, at the same speed (45 sentences/s either way, within run-to-run noise).
+end, while 64 entries each kept a translator fed batches of random sizes bounded at the same speed
+(the figures: benchmarks/results.md).
 `bound_onednn_caches` sets 64 unless the variables are set already; they are read when the caches are
 first used, so it runs before the first oneDNN primitive (engines and training call it at start).
 """

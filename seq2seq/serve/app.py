@@ -7,9 +7,10 @@ escapes as a plain-text 500 (the handler below answers a JSON 500 and the log ha
 
 A refusal (400, 401, 413, 415, 422 from POST /translate) is answered after `error_delay_ms`: waiting
 costs the server nothing, and a client that sends bad requests one after another then sends ~10 a
-second instead of ~1500, each of which costs the event loop 0.2-0.9 ms of CPU (measured on 2 cores
-of an AMD EPYC): without the delay one such client cut 32 good clients' throughput to 0.14x on a tiny
-model. It does not stop many bad clients at once; a rate-limiting proxy in front does.
+second (at the default delay) instead of as many as the event loop can refuse, each of which costs it
+CPU time: without the delay one such client cut 32 good clients' throughput to a fraction on a tiny
+model (the figures: benchmarks/results.md). It does not stop many bad clients at once; a
+rate-limiting proxy in front does.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 A batch stays open while requests with its search settings keep arriving: it closes when none has
 come for `batch_wait_ms`, `max_batch_wait_ms` after its first request, or when its token budget is
 full, so a burst of requests longer than one wait still shares a batch while a lone request waits
-only `batch_wait_ms`. (With 32 clients on 2 cores of an AMD EPYC, AVX512-BF16, the default 5 ms gave
-about 16 requests per batch and 40 ms about 29, at the same throughput.) The requests of a batch are
+only `batch_wait_ms`. (A longer wait makes larger batches, but it did not raise throughput with 32
+clients: benchmarks/results.md.) The requests of a batch are
 searched as one set of sentences (length-sorted into token-budget batches by the Translator), and
 each request gets back exactly its own translations.
 

@@ -3,9 +3,8 @@
 Everything here runs on the event loop's thread, before a request joins a batch, so a bad request is
 answered with its own 4xx naming its own sentence and never reaches the model or another request's
 batch. Encoding is sentencepiece only (no PyTorch: the model thread stays the only one computing with
-it); the largest request the default limits allow (64 sentences of 2000 characters) encodes in about
-4 ms on the development machine, and an ordinary one-sentence request in microseconds, which is why it
-needs no thread of its own.
+it); even the largest request the default limits allow (64 sentences of 2000 characters) encodes in a
+few milliseconds (benchmarks/results.md), which is why it needs no thread of its own.
 """
 
 from __future__ import annotations

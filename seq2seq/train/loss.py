@@ -76,8 +76,8 @@ class _SmoothedNLL(torch.autograd.Function):
     """Forward as in the docstring above; backward in one pass over the logits.
 
     d loss / d z_v = softmax(z)_v - (1 - epsilon) * [v = target] - epsilon / V for kept rows, 0 for pads.
-    Autograd through logsumexp + gather + mean would instead fill and scatter several (N, V) buffers
-    (measured: 705 ms vs 255 ms forward + backward for N = 6000, V = 8000 on two cores).
+    Autograd through logsumexp + gather + mean would instead fill and scatter several (N, V) buffers,
+    several times slower (figures: benchmarks/results.md).
     """
 
     @staticmethod
@@ -122,12 +122,11 @@ def projected_label_smoothed_nll(
     The output projection and the loss run together over blocks of rows (``chunk_elements`` logits,
     16 MiB in float32, per block), and the gradients with respect to ``hidden`` and ``output_weight``
     are computed in the same pass: the loss is the end of the graph, so they are known as soon as a
-    block's softmax is. No (N, V) logits, softmax or gradient is ever stored. Measured on two cores
-    for N = 4096, D = 256, V = 8000, projection + loss + backward: 533-556 ms instead of 627-660 ms
-    in float32, 365-370 ms instead of 673-696 ms under bf16 autocast. Blocks of 262-524 rows were
-    fastest there; much smaller ones re-read the (V, D) weight and its gradient too often (32 rows:
-    1.5 s). Under autocast the three matmuls run in the autocast dtype, as they would through
-    autograd; reductions are float32.
+    block's softmax is. No (N, V) logits, softmax or gradient is ever stored, and it was faster than
+    the projection followed by the loss, in float32 and more so under bf16 autocast. Blocks of a few
+    hundred rows were fastest; much smaller ones re-read the (V, D) weight and its gradient too often
+    (figures: benchmarks/results.md). Under autocast the three matmuls run in the autocast dtype, as
+    they would through autograd; reductions are float32.
 
     Shapes:
         hidden: (N, D) or (B, T, D) decoder output states
