@@ -52,7 +52,7 @@ class ConfigFile:
 
     @property
     def group(self) -> str:
-        """"model/positional" for configs/model/positional/rope.yaml; "" for a primary config."""
+        """ "model/positional" for configs/model/positional/rope.yaml; "" for a primary config."""
         return self.path.parent.as_posix() if self.path.parent != Path(".") else ""
 
     @property

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from config_comments import ConfigFile, read_configs  # noqa: E402
+from config_comments import ConfigFile, read_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "seq2seq"
@@ -78,31 +78,23 @@ def _summary(name: str, is_package: bool) -> str:
     return html.escape(first)
 
 
+def _row(parent: str, name: str, is_package: bool) -> str:
+    """A table row linking a package page to a child's page (always below it)."""
+    link = Path(_page(name, is_package)).relative_to(Path(_page(parent, True)).parent).as_posix()
+    return f"| [`{name}`]({link}) | {_summary(name, is_package).replace('|', '&#124;')} |"
+
+
 def _package_page(package: Package) -> str:
-    rows = [
-        f"| [`{p.name}`]({_relative(_page(package.name, True), _page(p.name, True))}) | {_summary(p.name, True)} |"
-        for p in package.packages
-    ] + [
-        f"| [`{m}`]({_relative(_page(package.name, True), _page(m, False))}) | {_summary(m, False)} |"
-        for m in package.modules
-    ]
+    rows = [_row(package.name, p.name, True) for p in package.packages]
+    rows += [_row(package.name, m, False) for m in package.modules]
     table = "\n".join(["| module | what it is |", "|---|---|", *rows]) if rows else ""
     title = "API reference: `seq2seq`" if package.name == PACKAGE else f"`{package.name}`"
-    return (
-        f"# {title}\n\n::: {package.name}\n    options:\n      members: false\n      show_root_heading: false\n\n"
-        f"## Modules\n\n{table}\n"
-    )
+    options = "    options:\n      members: false\n      show_root_heading: false\n"
+    return f"# {title}\n\n::: {package.name}\n{options}\n## Modules\n\n{table}\n"
 
 
 def _module_page(name: str) -> str:
     return f"# `{name}`\n\n::: {name}\n"
-
-
-def _relative(source: str, target: str) -> str:
-    source_dir = Path(source).parent
-    return Path(target).relative_to(source_dir).as_posix() if Path(target).is_relative_to(source_dir) else (
-        "../" * len(source_dir.parts) + target
-    )
 
 
 def api_pages(package: Package) -> dict[str, str]:
@@ -167,9 +159,15 @@ def _config_section(config: ConfigFile) -> str:
     else:
         use = f"<code>seq2seq-{config.option}</code>"
         title = f"`{path}`"
-    lines = [f"### {title} {{#{_anchor(config)}}}", "", f'<p class="config-use">Used as {use}; keys '
-             + (f"under <code>{config.package}.</code>" if config.package else "at the top level")
-             + ".</p>", _header_html(config.header), ""]
+    lines = [
+        f"### {title} {{#{_anchor(config)}}}",
+        "",
+        f'<p class="config-use">Used as {use}; keys '
+        + (f"under <code>{config.package}.</code>" if config.package else "at the top level")
+        + ".</p>",
+        _header_html(config.header),
+        "",
+    ]
     if config.defaults:
         items = ", ".join(f"<code>{html.escape(d)}</code>" for d in config.defaults)
         lines += [f"<p>Defaults list: {items}</p>", ""]
@@ -184,8 +182,15 @@ def _config_section(config: ConfigFile) -> str:
                 f'<tr><td style="padding-left:{0.8 + 1.2 * depth:.1f}em"><code>{html.escape(key)}</code></td>'
                 f"<td>{value}</td><td>{comment}</td></tr>"
             )
-        lines += ["<table>", "<thead><tr><th>key</th><th>default</th><th>comment</th></tr></thead>",
-                  "<tbody>", *rows, "</tbody>", "</table>", ""]
+        lines += [
+            "<table>",
+            "<thead><tr><th>key</th><th>default</th><th>comment</th></tr></thead>",
+            "<tbody>",
+            *rows,
+            "</tbody>",
+            "</table>",
+            "",
+        ]
     return "\n".join(lines)
 
 
