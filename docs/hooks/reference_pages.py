@@ -81,7 +81,8 @@ def _summary(name: str, is_package: bool) -> str:
 def _row(parent: str, name: str, is_package: bool) -> str:
     """A table row linking a package page to a child's page (always below it)."""
     link = Path(_page(name, is_package)).relative_to(Path(_page(parent, True)).parent).as_posix()
-    return f"| [`{name}`]({link}) | {_summary(name, is_package).replace('|', '&#124;')} |"
+    short = name.rsplit(".", 1)[-1]
+    return f"| [`{short}`]({link}) | {_summary(name, is_package).replace('|', '&#124;')} |"
 
 
 def _package_page(package: Package) -> str:
