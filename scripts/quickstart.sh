@@ -6,9 +6,12 @@
 #   bash scripts/quickstart.sh                 # 30-minute training budget
 #   MINUTES=10 bash scripts/quickstart.sh      # shorter
 #   EXPERIMENT=tune_30min_best bash scripts/quickstart.sh     # another recipe from configs/experiment/
+#   EXPERIMENT= bash scripts/quickstart.sh     # seq2seq-train's defaults, whatever the CPU
 #   EXTRA="model=tiny trainer.max_updates=20" MINUTES=2 RUN_NAME=smoke bash scripts/quickstart.sh
 #
-# The run directory is runs/quickstart, or runs/quickstart-<experiment> for an EXPERIMENT, so recipes
+# Without EXPERIMENT the recipe follows the CPU (seq2seq/cli/recipe_choice.py): seq2seq-train's
+# defaults where bf16 is native, experiment=cpu_fp32_30min on an fp32 CPU with few cores.
+# The run directory is runs/quickstart, or runs/quickstart-<experiment> for an experiment, so recipes
 # never share one. Re-running the same command resumes its run (MINUTES may grow); EXTRA settings that
 # change the model or the data need their own RUN_NAME: seq2seq-train refuses to resume a run under
 # other settings and names the keys that differ.
@@ -18,9 +21,6 @@ cd "$(dirname "$0")/.."
 MINUTES=${MINUTES:-30}
 VENV=${VENV:-.venv}
 DATA_DIR=${DATA_DIR:-data/bible_en_es}
-EXPERIMENT=${EXPERIMENT:-}  # a recipe in configs/experiment/; empty: seq2seq-train's defaults
-RUN_NAME=${RUN_NAME:-quickstart${EXPERIMENT:+-$EXPERIMENT}}
-RUN_DIR=runs/$RUN_NAME
 EXTRA=${EXTRA:-}
 BEAM=${BEAM:-5}
 
@@ -37,6 +37,16 @@ else
   echo "already installed"
 fi
 BIN=$VENV/bin
+
+if [ -z "${EXPERIMENT+set}" ]; then  # not given: the recipe for this CPU
+  CHOICE=$("$BIN/python" -m seq2seq.cli.recipe_choice)
+  EXPERIMENT=${CHOICE%%$'\t'*}
+  echo "recipe: ${EXPERIMENT:-seq2seq-train's defaults} (${CHOICE#*$'\t'}); EXPERIMENT=<name> picks another"
+else
+  echo "recipe: ${EXPERIMENT:-seq2seq-train's defaults} (EXPERIMENT given)"
+fi
+RUN_NAME=${RUN_NAME:-quickstart${EXPERIMENT:+-$EXPERIMENT}}
+RUN_DIR=runs/$RUN_NAME
 
 stage "2/6 Debian packages for the Bible corpus"
 if command -v diatheke >/dev/null 2>&1 && diatheke -b system -k modulelist 2>/dev/null | grep -q spaRV1909eb; then
