@@ -38,13 +38,18 @@ else
 fi
 BIN=$VENV/bin
 
+# recipe choice: begin
+DEFAULTS="seq2seq-train defaults"
 if [ -z "${EXPERIMENT+set}" ]; then  # not given: the recipe for this CPU
-  CHOICE=$("$BIN/python" -m seq2seq.cli.recipe_choice)
-  EXPERIMENT=${CHOICE%%$'\t'*}
-  echo "recipe: ${EXPERIMENT:-seq2seq-train's defaults} (${CHOICE#*$'\t'}); EXPERIMENT=<name> picks another"
+  TAB=$'\t'
+  CHOICE=$("$BIN/python" -m seq2seq.cli.recipe_choice)  # EXPERIMENT<TAB>reason
+  EXPERIMENT=${CHOICE%%"$TAB"*}
+  REASON=${CHOICE#*"$TAB"}
+  echo "recipe: ${EXPERIMENT:-$DEFAULTS} ($REASON); EXPERIMENT=<name> picks another"
 else
-  echo "recipe: ${EXPERIMENT:-seq2seq-train's defaults} (EXPERIMENT given)"
+  echo "recipe: ${EXPERIMENT:-$DEFAULTS} (EXPERIMENT given)"
 fi
+# recipe choice: end
 RUN_NAME=${RUN_NAME:-quickstart${EXPERIMENT:+-$EXPERIMENT}}
 RUN_DIR=runs/$RUN_NAME
 

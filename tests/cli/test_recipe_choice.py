@@ -37,3 +37,45 @@ def test_main_prints_what_it_detects(monkeypatch, capsys, capability: str, expec
     recipe_choice.main()
     experiment, reason = capsys.readouterr().out.rstrip("\n").split("\t")
     assert experiment == expected and "2 cores" in reason
+
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "scripts" / "quickstart.sh"
+
+
+def _run_recipe_block(tmp_path: Path, env_experiment: str | None, printed_choice: str) -> list[str]:
+    """Run scripts/quickstart.sh's recipe block with a stand-in for `python -m seq2seq.cli.recipe_choice`."""
+    import subprocess
+
+    text = QUICKSTART.read_text()
+    block = text[text.index("# recipe choice: begin") : text.index("# recipe choice: end")]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "python"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' '{printed_choice}'\n")
+    fake.chmod(0o755)
+    script = f'set -euo pipefail\nBIN={bin_dir}\n{block}\necho "EXPERIMENT=[$EXPERIMENT]"\n'
+    env = {"PATH": "/usr/bin:/bin"}
+    if env_experiment is not None:
+        env["EXPERIMENT"] = env_experiment
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
+
+
+def test_the_quickstart_uses_the_detected_recipe_and_says_why(tmp_path: Path) -> None:
+    lines = _run_recipe_block(tmp_path, None, f"{FP32_RECIPE}\tno native bf16, 2 cores: why")
+    assert lines == [
+        f"recipe: {FP32_RECIPE} (no native bf16, 2 cores: why); EXPERIMENT=<name> picks another",
+        f"EXPERIMENT=[{FP32_RECIPE}]",
+    ]
+
+
+def test_the_quickstart_names_the_defaults_when_detection_picks_them(tmp_path: Path) -> None:
+    lines = _run_recipe_block(tmp_path, None, "\tnative bf16, 2 cores: the defaults")
+    assert lines[0].startswith("recipe: seq2seq-train defaults (native bf16, 2 cores")
+    assert lines[1] == "EXPERIMENT=[]"
+
+
+@pytest.mark.parametrize("given", ["tune_30min_best", ""])
+def test_an_experiment_given_overrides_the_detection(tmp_path: Path, given: str) -> None:
+    lines = _run_recipe_block(tmp_path, given, f"{FP32_RECIPE}\tnot used")
+    assert lines == [f"recipe: {given or 'seq2seq-train defaults'} (EXPERIMENT given)", f"EXPERIMENT=[{given}]"]
