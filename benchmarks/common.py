@@ -1,4 +1,5 @@
-"""Shared helpers for the benchmarks: threads, timing, matmul peak, synthetic batches, table output.
+"""Shared helpers for the benchmarks: options, threads, timing, matmul peak, synthetic batches, the Marian
+baseline, table output.
 
 The benchmarks are scripts, not tests: they print what they measured (with the machine's load
 average, since a busy machine changes every number) and leave the judging to the reader.
@@ -6,6 +7,7 @@ average, since a busy machine changes every number) and leave the judging to the
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -14,16 +16,37 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
 from torch.profiler import ProfilerActivity, profile
 
+from seq2seq.model import size_names
+
 CPU = torch.device("cpu")
 PAD, BOS, EOS = 0, 1, 2
 FIRST_WORD = 4  # token ids below this are reserved for pad/bos/eos/unk
+
+
+# ----------------------------------------------------------------------------- options
+
+
+def training_parser(
+    description: str, *, size: str, tokens: tuple[int, str], steps: tuple[int, str], quick: str
+) -> argparse.ArgumentParser:
+    """The options of the benchmarks that time training steps: --size, --tokens and --steps (each a
+    (default, help) pair), --threads, --csv and --quick (its help)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--size", choices=size_names(), default=size)
+    for name, (default, help_text) in (("--tokens", tokens), ("--steps", steps)):
+        parser.add_argument(name, type=int, default=default, help=help_text)
+    parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: all cores)")
+    parser.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
+    parser.add_argument("--quick", action="store_true", help=quick)
+    return parser
 
 
 # ----------------------------------------------------------------------------- machine
@@ -264,6 +287,28 @@ def synthetic_batch(
 
 
 # ----------------------------------------------------------------------------- output
+
+
+# ----------------------------------------------------------------------------- the Marian baseline
+
+
+def marian_model(sizes: Mapping[str, int], vocab: int, *, attention: str | None = None, **settings: Any):
+    """MarianMTModel at random init with one of our sizes (model_size: d_model, n_heads, ffn_dim, layers),
+    made like ours where Marian can be: relu, scaled embeddings shared by encoder and decoder, no attention
+    or activation dropout. `settings`: the other MarianConfig fields; `attention`: "sdpa" or "eager"."""
+    from transformers import MarianConfig, MarianMTModel
+
+    per_side = {"attention_heads": sizes["n_heads"], "ffn_dim": sizes["ffn_dim"]}
+    config = MarianConfig(
+        vocab_size=vocab, decoder_vocab_size=vocab, d_model=sizes["d_model"],
+        encoder_layers=sizes["encoder_layers"], decoder_layers=sizes["decoder_layers"],
+        **{f"{side}_{name}": value for side in ("encoder", "decoder") for name, value in per_side.items()},
+        activation_function="relu", attention_dropout=0.0, activation_dropout=0.0, scale_embedding=True,
+        share_encoder_decoder_embeddings=True, **settings,
+    )  # fmt: skip
+    if attention is not None:
+        config._attn_implementation = attention
+    return MarianMTModel(config)
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[object]], *, csv: bool = False) -> str:

@@ -33,6 +33,7 @@ from common import (
     describe_machine,
     format_table,
     load_average,
+    marian_model,
     print_headline,
     sentence_lengths,
     set_threads,
@@ -70,34 +71,13 @@ def random_sources(lengths: Tensor, *, seed: int) -> Tensor:
     return src
 
 
-def marian_model() -> torch.nn.Module:
-    from transformers import MarianConfig, MarianMTModel
-
-    config = MarianConfig(
-        vocab_size=VOCAB,
-        decoder_vocab_size=VOCAB,
-        d_model=SIZES["d_model"],
-        encoder_layers=SIZES["encoder_layers"],
-        decoder_layers=SIZES["decoder_layers"],
-        encoder_attention_heads=SIZES["n_heads"],
-        decoder_attention_heads=SIZES["n_heads"],
-        encoder_ffn_dim=SIZES["ffn_dim"],
-        decoder_ffn_dim=SIZES["ffn_dim"],
-        activation_function="relu",
-        dropout=0.0,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        max_position_embeddings=512,
-        pad_token_id=PAD,
-        eos_token_id=EOS,
-        bos_token_id=BOS,
-        decoder_start_token_id=BOS,
-        forced_eos_token_id=EOS,
-        share_encoder_decoder_embeddings=True,
-        scale_embedding=True,
-    )
+def small_marian() -> torch.nn.Module:
+    """MarianMTModel of our `small` size at random init, for generate()."""
     torch.manual_seed(0)
-    return MarianMTModel(config).eval()
+    return marian_model(
+        SIZES, VOCAB, dropout=0.0, max_position_embeddings=512, pad_token_id=PAD, eos_token_id=EOS,
+        bos_token_id=BOS, decoder_start_token_id=BOS, forced_eos_token_id=EOS,
+    ).eval()  # fmt: skip
 
 
 def candidates(
@@ -110,7 +90,7 @@ def candidates(
     """
     torch.manual_seed(0)
     ours = build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, dropout=0.0, **SIZES).eval()
-    marian = marian_model()
+    marian = small_marian()
     mask = src != PAD
     options = SearchOptions(beam_size=beams, min_len=steps - 1, max_len_a=0.0, max_len_b=steps - 1)
     ids = SpecialIds(bos=BOS, eos=EOS, pad=PAD)
@@ -124,15 +104,9 @@ def candidates(
     def run_marian() -> object:
         with torch.inference_mode(), autocast(precision, CPU):
             return marian.generate(
-                input_ids=src,
-                attention_mask=mask,
-                num_beams=beams,
-                do_sample=False,
-                min_new_tokens=steps,
-                max_new_tokens=steps,
-                length_penalty=1.0,
-                early_stopping=False,
-            )
+                input_ids=src, attention_mask=mask, num_beams=beams, do_sample=False, min_new_tokens=steps,
+                max_new_tokens=steps, length_penalty=1.0, early_stopping=False,
+            )  # fmt: skip
 
     return {"ours": run_ours, "marian": run_marian}
 

@@ -37,9 +37,10 @@ from common import (
     synthetic_batch,
     time_call,
     time_interleaved,
+    training_parser,
 )
 
-from seq2seq.model import build_model, count_parameters, model_size, size_names
+from seq2seq.model import build_model, count_parameters, model_size
 from seq2seq.nn.attention import AttentionContext, SelfAttention
 from seq2seq.precision import autocast
 from seq2seq.train.loss import label_smoothed_nll
@@ -260,18 +261,17 @@ def attention_part(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = training_parser(
+        __doc__.splitlines()[0], size="base", tokens=(2048, "target tokens in the training batch"),
+        steps=(3, "timed training steps per configuration"), quick="small model and lengths: a smoke run",
+    )  # fmt: skip
     parser.add_argument("--part", choices=["all", "checkpointing", "attention"], default="all")
-    parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: all cores)")
     parser.add_argument(
         "--dtype",
         choices=["fp32", "bf16"],
         default="bf16",
         help="training-step precision (bf16 autocast, as trainer.precision=bf16)",
     )
-    parser.add_argument("--size", choices=size_names(), default="base")
-    parser.add_argument("--tokens", type=int, default=2048, help="target tokens in the training batch")
-    parser.add_argument("--steps", type=int, default=3, help="timed training steps per configuration")
     parser.add_argument(
         "--attention-dtypes",
         nargs="+",
@@ -287,8 +287,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--max-seconds", type=float, default=60.0, help="skip lengths expected to take longer"
     )
-    parser.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
-    parser.add_argument("--quick", action="store_true", help="small model and lengths: a smoke run")
     parser.add_argument("--worker", choices=["memory"], help=argparse.SUPPRESS)
     parser.add_argument("--checkpointing", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

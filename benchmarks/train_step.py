@@ -34,15 +34,18 @@ from common import (
     describe_machine,
     format_table,
     load_average,
+    marian_model,
     matmul_peak,
     print_headline,
     set_threads,
     synthetic_batch,
     time_interleaved,
+    training_parser,
 )
 from torch import Tensor, nn
 
-from seq2seq.model import build_model, count_parameters, model_size, size_names
+from seq2seq.model import build_model, count_parameters, model_size
+from seq2seq.model.sizes import SIZE_KEYS
 from seq2seq.nn.packing import Packing
 from seq2seq.nn.positional import sinusoid_table
 from seq2seq.precision import autocast
@@ -63,58 +66,29 @@ class Dims:
     decoder_layers: int
     vocab: int
 
+    @property
+    def sizes(self) -> dict[str, int]:
+        """The model_size part: d_model, n_heads, ffn_dim, encoder_layers, decoder_layers."""
+        return {key: getattr(self, key) for key in SIZE_KEYS}
+
 
 # ----------------------------------------------------------------------------- the three models
 
 
 def build_ours(dims: Dims) -> nn.Module:
     return build_model(
-        src_vocab_size=dims.vocab,
-        tgt_vocab_size=dims.vocab,
-        pad_id=PAD,
-        d_model=dims.d_model,
-        n_heads=dims.n_heads,
-        ffn_dim=dims.ffn_dim,
-        encoder_layers=dims.encoder_layers,
-        decoder_layers=dims.decoder_layers,
-        dropout=DROPOUT,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        activation="relu",
-        norm="pre",
-    )
+        src_vocab_size=dims.vocab, tgt_vocab_size=dims.vocab, pad_id=PAD, **dims.sizes, dropout=DROPOUT,
+        attention_dropout=0.0, activation_dropout=0.0, activation="relu", norm="pre",
+    )  # fmt: skip
 
 
 def build_marian(dims: Dims, attention: str) -> nn.Module:
     """MarianMTModel at random init. Marian is post-norm by design (no pre-norm option)."""
-    from transformers import MarianConfig, MarianMTModel
-
-    config = MarianConfig(
-        vocab_size=dims.vocab,
-        decoder_vocab_size=dims.vocab,
-        d_model=dims.d_model,
-        encoder_layers=dims.encoder_layers,
-        decoder_layers=dims.decoder_layers,
-        encoder_attention_heads=dims.n_heads,
-        decoder_attention_heads=dims.n_heads,
-        encoder_ffn_dim=dims.ffn_dim,
-        decoder_ffn_dim=dims.ffn_dim,
-        activation_function="relu",
-        dropout=DROPOUT,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        scale_embedding=True,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        max_position_embeddings=1024,
-        pad_token_id=PAD,
-        decoder_start_token_id=PAD,
-        eos_token_id=2,
-        forced_eos_token_id=None,
-        use_cache=False,
-    )
-    config._attn_implementation = attention
-    return MarianMTModel(config)
+    return marian_model(
+        dims.sizes, dims.vocab, attention=attention, dropout=DROPOUT, tie_word_embeddings=True,
+        max_position_embeddings=1024, pad_token_id=PAD, decoder_start_token_id=PAD, eos_token_id=2,
+        forced_eos_token_id=None, use_cache=False,
+    )  # fmt: skip
 
 
 class TorchTransformer(nn.Module):
@@ -248,22 +222,20 @@ def step_flops(dims: Dims, batch: Batch) -> float:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", choices=size_names(), default="small")
-    parser.add_argument("--tokens", type=int, default=4096, help="real target tokens per batch")
+    parser = training_parser(
+        __doc__.splitlines()[0], size="small", tokens=(4096, "real target tokens per batch"),
+        steps=(5, "timed steps per model and dtype (median)"),
+        quick="1,024 tokens, 1 warm-up and 2 timed steps",
+    )  # fmt: skip
     parser.add_argument("--mean-length", type=float, default=32.0, help="mean target sentence length")
     parser.add_argument(
         "--length-sorted",
         action="store_true",
         help="a batch as token-budget batching makes it (similar lengths, little padding)",
     )
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per model and dtype (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
-    parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: all cores)")
     parser.add_argument("--dtypes", nargs="+", choices=["fp32", "bf16"], default=["fp32", "bf16"])
     parser.add_argument("--marian-attention", default="sdpa", choices=["sdpa", "eager"])
-    parser.add_argument("--csv", action="store_true", help="print CSV instead of Markdown")
-    parser.add_argument("--quick", action="store_true", help="1,024 tokens, 1 warm-up and 2 timed steps")
     args = parser.parse_args(argv)
     if args.quick:
         args.tokens, args.warmup, args.steps = 1024, 1, 2

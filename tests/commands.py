@@ -36,6 +36,14 @@ def run_module(module: str, *args: str, cwd: Path, stdin: bytes | None = None) -
     )
 
 
+def error_line(result: subprocess.CompletedProcess) -> str:
+    """The one `error:` line of a refused command (exit 2, no traceback)."""
+    assert result.returncode == 2, (result.stdout + result.stderr)[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in result.stdout + result.stderr, result.stderr[-3000:]
+    return errors[0]
+
+
 def translate(
     run_dir: Path, tmp_path: Path, lines: list[str] | None = None, raw: bytes | None = None, *args: str
 ) -> tuple[subprocess.CompletedProcess, Path]:

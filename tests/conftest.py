@@ -6,6 +6,7 @@ Test folders have no __init__.py: pytest puts this folder on sys.path, so the he
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,3 +26,9 @@ def finished_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     result = run_module("seq2seq.cli.train", *tiny_train_overrides(corpus, run_dir), cwd=run_dir.parent)
     assert result.returncode == 0, result.stderr[-3000:]
     return run_dir
+
+
+@pytest.fixture
+def run_dir(finished_run: Path, tmp_path: Path) -> Path:
+    """A copy of the finished run (tmp_path/run) for a test to change, resume or refuse."""
+    return Path(shutil.copytree(finished_run, tmp_path / "run"))

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 import torch
+from tiny_models import TINY
 
 from seq2seq.checkpoint import FORMAT_VERSION, load_checkpoint, migrate
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.model import Seq2Seq, build_model, count_parameters
 
-SMALL = dict(pad_id=0, d_model=16, n_heads=2, ffn_dim=32, encoder_layers=2, decoder_layers=2, dropout=0.0)
+TINY_SETTINGS = dict(pad_id=0, **TINY, dropout=0.0)
 
 
 def version_1_settings(src_vocab: int, tgt_vocab: int, *, tie: bool) -> dict[str, Any]:
@@ -25,7 +26,7 @@ def version_1_settings(src_vocab: int, tgt_vocab: int, *, tie: bool) -> dict[str
     return {
         "src_vocab_size": src_vocab,
         "tgt_vocab_size": tgt_vocab,
-        **SMALL,
+        **TINY_SETTINGS,
         "positional": "rope",
         "attention": "manual",
         "tie_embeddings": tie,
@@ -114,7 +115,7 @@ def test_the_migration_keeps_everything_else_and_does_not_touch_its_input() -> N
     new = migrate(old)
     assert settings["attention"] == "manual" and settings["tie_embeddings"] is True  # input intact
     assert list(new["model_config"]) == [
-        *["src_vocab_size", "tgt_vocab_size", *SMALL, "positional"],
+        *["src_vocab_size", "tgt_vocab_size", *TINY_SETTINGS, "positional"],
         *["attention_backend", "share_embeddings", "share_decoder_output", "max_positions"],
     ]
     assert new["step"] == 7 and new["config"] == {"seed": 1} and new["format_version"] == 2

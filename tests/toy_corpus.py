@@ -5,9 +5,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from tiny_models import TINY
+
 EN = "the a man woman dog cat sees loves finds house water bread light day night king".split()
 ES = "el un hombre mujer perro gato ve ama encuentra casa agua pan luz dia noche rey".split()
 LEXICON = dict(zip(EN, ES))
+
+# Another model than the toy run's (model=tiny at half its width): a checkpoint that does not fit it
+NARROWER = [f"model.{key}={TINY[key] // 2}" for key in ("d_model", "ffn_dim")]
 
 
 def sentence_pair(rng: random.Random) -> tuple[str, str]:
@@ -28,9 +33,12 @@ def write_toy_corpus(
     return directory
 
 
-def tiny_train_overrides(corpus: Path, run_dir: Path) -> list[str]:
-    """Overrides for a seconds-long seq2seq-train run on the toy corpus."""
-    return [
+def tiny_train_overrides(corpus: Path, run_dir: Path | None, *changes: str) -> list[str]:
+    """Overrides for a seconds-long seq2seq-train run on the toy corpus, in `run_dir` (None: no
+    hydra.run.dir, for a multirun). `changes` replace the overrides of the same keys
+    ("trainer.max_updates=6"; the last change of a key wins); "~key" only drops key's override."""
+    changed = {change.removeprefix("~").split("=", 1)[0]: change for change in changes}
+    base = [
         "data=parallel_files",
         f"data.dir={corpus}",
         "data.src_lang=en",
@@ -45,5 +53,7 @@ def tiny_train_overrides(corpus: Path, run_dir: Path) -> list[str]:
         "trainer.num_threads=1",
         "trainer.progress_bar=false",
         "schedule.warmup=2",
-        f"hydra.run.dir={run_dir}",
+        *([] if run_dir is None else [f"hydra.run.dir={run_dir}"]),
     ]
+    kept = [override for override in base if override.split("=", 1)[0] not in changed]
+    return kept + [change for change in changed.values() if not change.startswith("~")]

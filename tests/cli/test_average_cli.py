@@ -4,29 +4,20 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_models import TINY, tiny_model
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.cli.average import main
 from seq2seq.model import build_model
 
-MODEL_CONFIG = dict(
-    src_vocab_size=11,
-    tgt_vocab_size=11,
-    d_model=8,
-    n_heads=2,
-    ffn_dim=16,
-    encoder_layers=1,
-    decoder_layers=1,
-    dropout=0.0,
-)
+VOCAB = 11
 
 
-def _save(path, step: int, *, seed: int, d_model: int = 8) -> dict:
-    torch.manual_seed(seed)
-    model = build_model(**{**MODEL_CONFIG, "d_model": d_model})
+def _save(path, step: int, *, seed: int, d_model: int = TINY["d_model"]) -> dict:
+    model = tiny_model(VOCAB, seed=seed, d_model=d_model)
     payload = {
         "model": model.state_dict(),
-        "model_config": {**MODEL_CONFIG, "d_model": d_model},
+        "model_config": model.config,
         "config": {"run": "test"},
         "tokenizer": {"src": b"spm", "tgt": b"spm"},
         "step": step,
@@ -71,7 +62,7 @@ def test_explicit_files_average_all_of_them(tmp_path):
 @pytest.mark.parametrize(
     ("setup", "args", "message"),
     [
-        ("shapes", [], "encoder.embedding.weight is (11, 8) in"),
+        ("shapes", [], f"encoder.embedding.weight is ({VOCAB}, {TINY['d_model']}) in"),
         ("shapes", ["--last", "5"], "--last 5 but"),
         ("empty", [], "holds no checkpoint_{step}.pt files"),
         ("shapes", ["--last", "0"], "--last 0 must be at least 1"),
@@ -80,7 +71,7 @@ def test_explicit_files_average_all_of_them(tmp_path):
 def test_errors_are_one_line_exit_2(tmp_path, capsys, setup, args, message):
     if setup == "shapes":
         _save(tmp_path / "checkpoint_1.pt", 1, seed=1)
-        _save(tmp_path / "checkpoint_2.pt", 2, seed=2, d_model=16)
+        _save(tmp_path / "checkpoint_2.pt", 2, seed=2, d_model=2 * TINY["d_model"])
     with pytest.raises(SystemExit) as exit_info:
         main(["--inputs", str(tmp_path), *args, "--output", str(tmp_path / "avg.pt")])
     assert exit_info.value.code == 2

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from commands import run_module
+from tiny_models import TINY
 from toy_corpus import tiny_train_overrides
 
 from seq2seq.cli.resolvers import available_cores
@@ -22,21 +23,18 @@ for plugin in ("hydra_optuna_sweeper", "hydra_joblib_launcher", "hydra_submitit_
 optuna = pytest.importorskip("optuna", reason=PLUGINS)
 
 REPOSITORY = Path(__file__).parents[2]
-SHAPE = ["model.d_model=64", "model.ffn_dim=128", "model.encoder_layers=1", "model.decoder_layers=1"]
+SHAPE = [f"model.{key}={value}" for key, value in TINY.items()]  # fixed: the search would vary them
 
 
-def toy_overrides(corpus: Path) -> list[str]:
+def toy_overrides(corpus: Path, *changes: str) -> list[str]:
     """The tiny training run of the other CLI tests, minus what a sweep decides: run dir and threads."""
-    return [
-        o
-        for o in tiny_train_overrides(corpus, Path("unused"))
-        if not o.startswith(("hydra.run", "trainer.num_threads"))
-    ]
+    return tiny_train_overrides(corpus, None, "~trainer.num_threads", *changes)
 
 
-def toy_search(corpus: Path, trials: int) -> list[str]:
+def toy_search(corpus: Path, trials: int, *changes: str) -> list[str]:
     """A recipe search on the toy corpus: tiny model, 40 updates a trial (enough for dev BLEU to
-    differ); only the learning rate, dropout and label smoothing are searched."""
+    differ); only the learning rate, dropout and label smoothing are searched. `changes` replace
+    the toy run's overrides of the same keys."""
     search = ["-m", "+sweep=recipe_search", f"hydra.sweeper.n_trials={trials}", "run_name=toy", *SHAPE]
     run = [
         "trainer.max_updates=40",
@@ -44,7 +42,19 @@ def toy_search(corpus: Path, trials: int) -> list[str]:
         "trainer.save_every=40",
         "schedule.warmup=10",
     ]
-    return [*search, *toy_overrides(corpus), *run]
+    return [*search, *toy_overrides(corpus, *run, *changes)]
+
+
+def load_study(study_dir: Path) -> optuna.Study:
+    return optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{study_dir / 'study.db'}")
+
+
+def only_trial(cwd: Path) -> tuple[optuna.trial.FrozenTrial, Path, dict]:
+    """The one trial of a one-trial search run in `cwd`: Optuna's record, its run directory, its summary."""
+    study_dir = cwd / "multirun" / "toy" / "recipe_search"
+    (trial,) = load_study(study_dir).trials
+    (run,) = (p for p in study_dir.iterdir() if p.is_dir())
+    return trial, run / "0", json.loads((run / "0" / "summary.json").read_text())
 
 
 def report(sweep_dir: Path) -> subprocess.CompletedProcess:
@@ -63,7 +73,7 @@ def optuna_search(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 def test_an_optuna_search_stores_its_study_and_continues_it(optuna_search: Path) -> None:
-    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{optuna_search / 'study.db'}")
+    study = load_study(optuna_search)
     assert [t.number for t in study.trials] == [0, 1, 2, 3]  # the second run added 2 trials to the first 2
     assert all(t.state.name == "COMPLETE" and 0 <= t.value <= 100 for t in study.trials)
     assert set(study.trials[0].params) == {"schedule.scale", "model.dropout", "loss.epsilon"}
@@ -84,7 +94,7 @@ def test_the_report_of_an_optuna_search(optuna_search: Path) -> None:
     assert result.returncode == 0, result.stderr
     with open(optuna_search / "report.csv", newline="") as handle:
         header, *rows = list(csv.reader(handle))
-    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{optuna_search / 'study.db'}")
+    study = load_study(optuna_search)
     assert len(rows) == len(study.trials) == 4  # one row per trial
     objective = header.index("objective (dev BLEU)")
     assert [float(row[objective]) for row in rows] == sorted(
@@ -94,7 +104,7 @@ def test_the_report_of_an_optuna_search(optuna_search: Path) -> None:
     assert {"schedule.scale", "model.dropout", "loss.epsilon", "tokens/s", "updates"} <= set(header)
     command = next(line for line in result.stdout.splitlines() if line.startswith("seq2seq-train "))
     assert f"schedule.scale={study.best_params['schedule.scale']:.4g}" in command
-    assert "model.d_model=64" in command and "sweep" not in command
+    assert f"model.d_model={TINY['d_model']}" in command and "sweep" not in command
     for picture in ("objective.png", "parallel_coordinates.png"):
         assert (optuna_search / picture).read_bytes()[:4] == b"\x89PNG"
         assert (optuna_search / picture).stat().st_size > 5000
@@ -124,18 +134,28 @@ def test_with_averaging_a_trial_is_scored_by_its_final_checkpoint(
 ) -> None:
     """The trial's value is the whole-dev-set BLEU of the checkpoint it would translate: the average or
     best.pt, whichever scores higher."""
-    result = run_module("seq2seq.cli.train", *toy_search(corpus, trials=1), *averaging, cwd=tmp_path)
+    result = run_module("seq2seq.cli.train", *toy_search(corpus, 1, *averaging), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    study_dir = tmp_path / "multirun" / "toy" / "recipe_search"
-    (trial,) = optuna.load_study(
-        study_name="recipe_search", storage=f"sqlite:///{study_dir / 'study.db'}"
-    ).trials
-    (run,) = (p for p in study_dir.iterdir() if p.is_dir())
-    summary = json.loads((run / "0" / "summary.json").read_text())
-    assert summary["averaged"]["steps"] == steps and (run / "0" / "averaged.pt").is_file()
+    trial, run, summary = only_trial(tmp_path)
+    assert summary["averaged"]["steps"] == steps and (run / "averaged.pt").is_file()
     candidates = summary["final"]["candidates"]
     assert trial.value == summary["final"]["bleu"] == max(c["bleu"] for c in candidates.values())
     assert candidates["averaged.pt"]["bleu"] == summary["averaged"]["bleu"]
+
+
+def test_a_trial_with_too_few_checkpoints_is_scored_by_its_last_checkpoint(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """What a sweeper optimises is the same metric with or without enough checkpoints to average."""
+    changes = ["trainer.max_updates=2", "trainer.validate_every=2", "trainer.save_every=2",
+               "trainer.average_last=2", "trainer.validate_max_sentences=3"]  # fmt: skip
+    result = run_module("seq2seq.cli.train", *toy_search(corpus, 1, *changes), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    trial, run, summary = only_trial(tmp_path)
+    record = summary["averaged"]
+    assert record["checkpoint"] == str(run / "last.pt") and record["dev_pairs"] == 20
+    # best.pt is last.pt's update here (2): the same weights, one score, and the trial's value
+    assert summary["final"]["candidates"]["best.pt"]["bleu"] == record["bleu"] == trial.value
 
 
 def enqueue(study_dir: Path, *settings: str) -> subprocess.CompletedProcess:
@@ -154,7 +174,7 @@ def test_a_queued_trial_is_the_next_one_the_search_runs(
     assert result.returncode == 0, result.stderr
     result = run_module("seq2seq.cli.train", *toy_search(corpus, trials=1), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{study_dir / 'study.db'}")
+    study = load_study(study_dir)
     assert [t.number for t in study.trials] == [0, 1, 2, 3, 4]
     assert study.trials[4].state.name == "COMPLETE" and study.trials[4].params == queued
     (run,) = (p for p in study_dir.iterdir() if p.is_dir())
@@ -178,7 +198,7 @@ def test_a_trial_the_study_cannot_run_is_refused(
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("error: ") and message in result.stderr
     assert result.stderr.count("\n") == 1  # one line, no traceback
-    study = optuna.load_study(study_name="recipe_search", storage=f"sqlite:///{optuna_search / 'study.db'}")
+    study = load_study(optuna_search)
     assert all(t.state.name == "COMPLETE" for t in study.trials)  # nothing was queued
 
 

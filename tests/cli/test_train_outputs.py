@@ -11,6 +11,7 @@ import pytest
 import sacrebleu
 from commands import run_module
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tiny_models import TINY
 from toy_corpus import tiny_train_overrides
 
 from seq2seq import Translator
@@ -32,8 +33,8 @@ def test_tensorboard_holds_the_logged_scalars_samples_and_attention_image(finish
     )
     learning_rates = {event.step: event.value for event in board.Scalars("train/lr")}
     assert sorted(learning_rates) == [1, 2, 3, 4]
-    for step, value in learning_rates.items():  # the lr of update s is noam(s) (d_model 64, warmup 2)
-        assert value == pytest.approx(noam(step, d_model=64, warmup=2, scale=1.0), rel=1e-6)
+    for step, value in learning_rates.items():  # the lr of update s is noam(s) (the tiny d_model, warmup 2)
+        assert value == pytest.approx(noam(step, d_model=TINY["d_model"], warmup=2, scale=1.0), rel=1e-6)
     history = json.loads((finished_run / "summary.json").read_text())["history"]
     for name in ("bleu", "loss", "ppl", "chrf"):
         logged = {event.step: event.value for event in board.Scalars(f"valid/{name}")}

@@ -10,20 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from commands import run_module
-from toy_corpus import tiny_train_overrides, write_toy_corpus
+from commands import error_line, run_module
+from toy_corpus import NARROWER, tiny_train_overrides, write_toy_corpus
 
 
 def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return run_module("seq2seq.cli.train", *args, cwd=cwd)
-
-
-def error_line(result: subprocess.CompletedProcess) -> str:
-    """The one `error:` line of a refused run (exit 2, no traceback)."""
-    assert result.returncode == 2, (result.stdout + result.stderr)[-3000:]
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in result.stdout + result.stderr, result.stderr[-3000:]
-    return errors[0]
 
 
 def contents(directory: Path) -> dict[str, bytes]:
@@ -46,8 +38,7 @@ def test_a_run_directory_never_reuses_the_tokenizer_of_another_corpus(
         for name in ("spm.model", "tokenizer.json"):
             shutil.copy(finished_run / name, run_dir / name)
     tokenizer = (run_dir / "spm.model").read_bytes()
-    overrides = [o for o in tiny_train_overrides(other, run_dir) if not o.startswith("trainer.max_updates")]
-    line = error_line(run_train(*overrides, "trainer.max_updates=6", cwd=tmp_path))
+    line = error_line(run_train(*tiny_train_overrides(other, run_dir, "trainer.max_updates=6"), cwd=tmp_path))
     assert str(corpus / "train.en") in line and str(other / "train.en") in line, line
     assert "run_name" in line
     assert (run_dir / "spm.model").read_bytes() == tokenizer
@@ -59,12 +50,10 @@ def test_a_run_directory_never_reuses_the_tokenizer_of_another_corpus(
      ("auto", ["last.pt"])],
 )  # fmt: skip
 def test_a_fresh_run_refuses_a_directory_holding_another_runs_files(
-    finished_run: Path, corpus: Path, tmp_path: Path, resume: str, removed: list[str]
+    run_dir: Path, corpus: Path, tmp_path: Path, resume: str, removed: list[str]
 ) -> None:
     """Item: a fresh start (resume=none, or auto without last.pt) among another run's checkpoints would
     have rotation delete its own checkpoints and averaging pick the old ones; it is refused up front."""
-    run_dir = tmp_path / "run"
-    shutil.copytree(finished_run, run_dir)
     (run_dir / "checkpoint_4.pt").rename(run_dir / "checkpoint_9000.pt")
     for name in removed:
         (run_dir / name).unlink()
@@ -79,15 +68,13 @@ def test_a_fresh_run_refuses_a_directory_holding_another_runs_files(
 
 
 def test_resuming_a_directory_with_checkpoints_newer_than_last_pt_is_refused(
-    finished_run: Path, corpus: Path, tmp_path: Path
+    run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
     """A directory where an earlier run left checkpoint_9000.pt beside this run's last.pt (update 4)."""
-    run_dir = tmp_path / "run"
-    shutil.copytree(finished_run, run_dir)
     shutil.copy(run_dir / "checkpoint_4.pt", run_dir / "checkpoint_9000.pt")
     before = contents(run_dir)
-    overrides = [o for o in tiny_train_overrides(corpus, run_dir) if not o.startswith("trainer.max_updates")]
-    line = error_line(run_train(*overrides, "trainer.max_updates=6", "trainer.keep_last=2", cwd=tmp_path))
+    overrides = tiny_train_overrides(corpus, run_dir, "trainer.max_updates=6", "trainer.keep_last=2")
+    line = error_line(run_train(*overrides, cwd=tmp_path))
     assert "checkpoint_9000.pt" in line and "run_name" in line, line
     assert contents(run_dir) == before
 
@@ -100,25 +87,23 @@ def test_an_explicit_checkpoint_starts_a_run_only_in_a_directory_of_its_own(
     shutil.copytree(finished_run, occupied)
     before = contents(occupied)
     start = f"trainer.resume={finished_run / 'checkpoint_2.pt'}"
-    overrides = [o for o in tiny_train_overrides(corpus, occupied) if not o.startswith("trainer.max_updates")]
-    line = error_line(run_train(*overrides, start, "trainer.max_updates=6", cwd=tmp_path))
+    line = error_line(
+        run_train(*tiny_train_overrides(corpus, occupied, start, "trainer.max_updates=6"), cwd=tmp_path)
+    )
     assert "another run's files" in line and "run_name" in line, line
     assert contents(occupied) == before
     fresh = tmp_path / "fresh"
-    overrides = [o for o in tiny_train_overrides(corpus, fresh) if not o.startswith("trainer.max_updates")]
-    result = run_train(*overrides, start, "trainer.max_updates=6", cwd=tmp_path)
+    result = run_train(*tiny_train_overrides(corpus, fresh, start, "trainer.max_updates=6"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resumed from" in result.stdout + result.stderr
     assert [h["step"] for h in json.loads((fresh / "summary.json").read_text())["history"]] == [2, 4, 6]
 
 
 def test_resuming_with_other_model_or_data_settings_stops_naming_the_keys(
-    finished_run: Path, corpus: Path, tmp_path: Path
+    run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
     """Item: another command under the same run_name no longer resumes (or reports "nothing to do" and
     writes its overrides beside the old run's scores)."""
-    run_dir = tmp_path / "run"
-    shutil.copytree(finished_run, run_dir)
     before = contents(run_dir)
     result = run_train(
         *tiny_train_overrides(corpus, run_dir), "schedule.scale=1.3", "schedule.warmup=3",
@@ -132,22 +117,14 @@ def test_resuming_with_other_model_or_data_settings_stops_naming_the_keys(
 
 
 def test_resuming_after_changing_budgets_and_moving_the_corpus_continues(
-    finished_run: Path, corpus: Path, tmp_path: Path
+    finished_run: Path, run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
     """Budgets, validation, logging and the corpus's location may change on resume (its content may not)."""
-    run_dir = tmp_path / "run"
-    shutil.copytree(finished_run, run_dir)
     moved = tmp_path / "moved"
     shutil.copytree(corpus, moved, ignore=shutil.ignore_patterns("cache"))
-    overrides = [
-        o
-        for o in tiny_train_overrides(moved, run_dir)
-        if not o.startswith(("trainer.max_updates", "trainer.log"))
-    ]
-    result = run_train(
-        *overrides, "trainer.max_updates=6", "trainer.max_minutes=5", "trainer.log_every=3",
-        "trainer.validate_max_sentences=5", "trainer.keep_last=3", cwd=tmp_path,
-    )  # fmt: skip
+    budgets = ["trainer.max_updates=6", "trainer.max_minutes=5", "trainer.log_every=3",
+               "trainer.validate_max_sentences=5", "trainer.keep_last=3"]  # fmt: skip
+    result = run_train(*tiny_train_overrides(moved, run_dir, *budgets), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     output = result.stdout + result.stderr
     assert "resumed from" in output and "at update 4" in output and "tokenizer: reusing" in output
@@ -157,17 +134,13 @@ def test_resuming_after_changing_budgets_and_moving_the_corpus_continues(
 
 
 def test_a_checkpoint_without_a_fingerprint_resumes_with_a_warning(
-    finished_run: Path, corpus: Path, tmp_path: Path
+    run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
     """Checkpoints written before fingerprints were recorded: resumed, but the settings are not compared
     (a model that does not fit still fails in one line)."""
-    run_dir = tmp_path / "run"
-    shutil.copytree(finished_run, run_dir)
     payload = torch.load(run_dir / "last.pt", weights_only=True)
     del payload["fingerprint"]
     torch.save(payload, run_dir / "last.pt")
-    result = run_train(
-        *tiny_train_overrides(corpus, run_dir), "model.d_model=32", "model.ffn_dim=64", cwd=tmp_path
-    )
+    result = run_train(*tiny_train_overrides(corpus, run_dir, *NARROWER), cwd=tmp_path)
     assert "does not fit this model" in error_line(result)
     assert "no settings fingerprint" in result.stdout + result.stderr

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from commands import run_module
-from tuned_model import TUNED, sentences, write_checkpoint
+from tiny_models import sentences
+from tuned_model import TUNED, write_checkpoint
 
 from seq2seq import Translator
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint

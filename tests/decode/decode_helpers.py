@@ -4,37 +4,23 @@ from __future__ import annotations
 
 import itertools
 
+import tiny_models
 import torch
 from torch import Tensor, nn
 
 from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.penalties import length_penalty
-from seq2seq.model import Seq2Seq, build_model
+from seq2seq.model import Seq2Seq
 from seq2seq.nn.kv_cache import DecoderState
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 IDS = {"ids": SpecialIds(bos=BOS, eos=EOS, pad=PAD)}
 
 
-def tiny_model(vocab: int = 12, *, seed: int = 0, sharpness: float = 6.0, layers: int = 1) -> Seq2Seq:
-    """A random model whose output weights are scaled up, so that choices are clear-cut, not near-ties."""
-    torch.manual_seed(seed)
-    model = build_model(
-        src_vocab_size=vocab,
-        tgt_vocab_size=vocab,
-        pad_id=PAD,
-        d_model=16,
-        n_heads=2,
-        ffn_dim=32,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        dropout=0.0,
-        share_embeddings=False,
-        share_decoder_output=False,
-    )
-    with torch.no_grad():
-        model.output.weight.mul_(sharpness)
-    return model.eval()
+def tiny_model(vocab: int = 12, *, seed: int = 0, sharpness: float = 6.0) -> Seq2Seq:
+    """The tiny model with untied output weights scaled up, so that choices are clear-cut, not near-ties."""
+    untied = {"share_embeddings": False, "share_decoder_output": False}
+    return tiny_models.tiny_model(vocab, seed=seed, pad_id=PAD, sharpness=sharpness, **untied)
 
 
 class Biased(nn.Module):

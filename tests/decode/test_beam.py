@@ -53,7 +53,7 @@ def test_exhaustive_best_is_neither_greedy_nor_a_small_beam(alpha):
 
 def _exhaustive_case() -> tuple[Biased, torch.Tensor]:
     """Vocabulary of 7 (4 generable tokens besides eos): 341 outputs of up to 4 tokens."""
-    return eos_biased(vocab=7, eos_bias=-4.0, seed=5, sharpness=2.0), sources([5], vocab=7, seed=1)
+    return eos_biased(vocab=7, eos_bias=-4.0, seed=2, sharpness=2.0), sources([5], vocab=7, seed=1)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])

@@ -21,7 +21,7 @@ def tokens_and_scores(results):
 
 @pytest.mark.parametrize("search", ["greedy", "beam"])
 def test_an_ensemble_of_one_or_of_two_copies_equals_the_model(search):
-    model = tiny_model(seed=3, layers=2)
+    model = tiny_model(seed=3)
     src = sources([5, 7, 3], seed=4)
 
     def run(m):

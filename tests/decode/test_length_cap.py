@@ -3,33 +3,26 @@ eos): a source near the input limit translates in every search and in the CTrans
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest
 import torch
 from decode_helpers import IDS, PAD
+from tiny_models import WORDS, save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
-from seq2seq.checkpoint import save_checkpoint
-from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.sampling import sampling_search
 from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
-from seq2seq.model import build_model
 
 MAX_POSITIONS = 12
 NO_EOS = SearchOptions(min_len=20)  # over every capped limit: eos only where the length limit forces it
 
 
 def model_with(positional: str, vocab: int = 12):
-    torch.manual_seed(0)
-    return build_model(
-        src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=PAD, d_model=16, n_heads=2, ffn_dim=32,
-        encoder_layers=1, decoder_layers=1, dropout=0.0, positional=positional, max_positions=MAX_POSITIONS,
-    ).eval()  # fmt: skip
+    return tiny_model(vocab, pad_id=PAD, positional=positional, max_positions=MAX_POSITIONS)
 
 
 def longest_sources() -> torch.Tensor:
@@ -65,25 +58,13 @@ def test_a_prefix_longer_than_the_positions_is_a_one_line_error():
         greedy_search(model, longest_sources()[:1], NO_EOS, prefix=[5] * MAX_POSITIONS, **IDS)
 
 
-WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
-
-
 def test_exported_model_caps_its_limit_like_ours(tmp_path: Path):
     pytest.importorskip("ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'")
     from seq2seq.export.ctranslate2 import export_ctranslate2
 
-    rng = random.Random(0)
-    texts = [" ".join(rng.choices(WORDS, k=rng.randint(1, 10))) for _ in range(300)]
-    tokenizer = Tokenizer.train(texts, vocab_size=64, model_type="bpe")
-    torch.manual_seed(0)
-    model = build_model(
-        src_vocab_size=64, tgt_vocab_size=64, d_model=32, n_heads=4, ffn_dim=64, encoder_layers=1,
-        decoder_layers=1, dropout=0.0, max_positions=MAX_POSITIONS,
-    )  # fmt: skip
-    payload = {"model": model.state_dict(), "model_config": model.config, "step": 1,
-               "tokenizer": {"src": tokenizer.to_bytes(), "tgt": None}}  # fmt: skip
-    checkpoint = tmp_path / "model.pt"
-    save_checkpoint(checkpoint, payload)
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer.vocab_size, max_positions=MAX_POSITIONS)
+    checkpoint = save_tiny_checkpoint(tmp_path / "model.pt", model, tokenizer, step=1)
     long_text = " ".join(WORDS * 3)  # truncated to the input limit, max_positions - 1 tokens
     ours = Translator.from_checkpoint(checkpoint, options=NO_EOS)
     theirs = Translator.from_checkpoint(export_ctranslate2(checkpoint, tmp_path / "ct2"), options=NO_EOS)

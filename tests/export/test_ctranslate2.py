@@ -3,56 +3,35 @@ our logits to 1e-4; every unsupported setting is a one-line error that writes no
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
-from seq2seq.checkpoint import save_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
-from seq2seq.model import build_model
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'"
 )
 
-WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
 GREEDY = SearchOptions(max_len_a=0.0, max_len_b=12)  # a constant limit: random models rarely stop
-
-
-def sentences(count: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(1, 10))) for _ in range(count)]
 
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Tokenizer:
-    return Tokenizer.train(sentences(400, 0), vocab_size=64, model_type="bpe")
+    return tiny_tokenizer()
 
 
 def write_checkpoint(path: Path, tokenizer: Tokenizer, *, seed: int = 0, **settings) -> Path:
-    torch.manual_seed(seed)
-    size = tokenizer.vocab_size
-    model = build_model(
-        src_vocab_size=size, tgt_vocab_size=size, d_model=32, n_heads=4, ffn_dim=64, encoder_layers=2,
-        decoder_layers=2, dropout=0.0, max_positions=64, **settings,
-    )  # fmt: skip
-    with torch.no_grad():
-        model.output.weight.mul_(4.0)  # clear-cut choices: no near-ties for two engines to break differently
-    payload = {
-        "model": model.state_dict(),
-        "model_config": model.config,
-        "tokenizer": {"src": tokenizer.to_bytes(), "tgt": None},
-        "step": 7,
-    }
-    save_checkpoint(path, payload)
-    return path
+    # sharpness: clear-cut choices, no near-ties for two engines to break differently
+    model = tiny_model(tokenizer.vocab_size, seed=seed, max_positions=64, sharpness=4.0, **settings)
+    return save_tiny_checkpoint(path, model, tokenizer, step=7)
 
 
 KINDS = {
@@ -78,7 +57,7 @@ def test_float32_export_gives_our_greedy_output_and_logits(tmp_path, tokenizer, 
     ours = Translator.from_checkpoint(checkpoint, options=GREEDY)
     theirs = Translator.from_checkpoint(exported, options=GREEDY)
     assert theirs.engine.name == "ctranslate2" and theirs.step == 7
-    texts = sentences(36, seed=1)
+    texts = sentences(36, seed=1, words=(1, 10))
     assert ours.translate(texts) == theirs.translate(texts)
     source = ours.encode(texts[:4]).sources
     our_tokens = [nbest[0].tokens for nbest in ours.search(source)]
@@ -112,7 +91,7 @@ def test_int8_export_translates_and_is_smaller(tmp_path, tokenizer):
     full = export_ctranslate2(checkpoint, tmp_path / "fp32")
     small = export_ctranslate2(checkpoint, tmp_path / "int8", quantization="int8")
     assert (small / "model.bin").stat().st_size < 0.6 * (full / "model.bin").stat().st_size
-    texts = sentences(12, seed=2)
+    texts = sentences(12, seed=2, words=(1, 10))
     outputs = Translator.from_checkpoint(small, options=GREEDY).translate(texts)
     assert len(outputs) == 12 and all(isinstance(text, str) for text in outputs)
 

@@ -1,35 +1,22 @@
-"""Small models and right-padded batches shared by the model tests."""
+"""The model tests' model (the tiny size) and right-padded batches."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
+from tiny_models import tiny_model
 
-from seq2seq.model import Seq2Seq, build_model
+from seq2seq.model import Seq2Seq
 
 PAD = 0
 VOCAB = 23
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
-def small_model(seed: int = 0, **overrides: Any) -> Seq2Seq:
-    """A two-layer model with a 16-dim embedding; eval mode, dropout 0 unless overridden."""
-    torch.manual_seed(seed)
-    args: dict[str, Any] = {
-        "src_vocab_size": VOCAB,
-        "tgt_vocab_size": VOCAB,
-        "pad_id": PAD,
-        "d_model": 16,
-        "n_heads": 2,
-        "ffn_dim": 32,
-        "encoder_layers": 2,
-        "decoder_layers": 2,
-        "dropout": 0.0,
-        "max_positions": 64,
-    }
-    args.update(overrides)
-    return build_model(**args).eval()
+def make_model(seed: int = 0, **overrides: Any) -> Seq2Seq:
+    """The tiny model over VOCAB tokens with 64 positions; eval mode, dropout 0 unless overridden."""
+    return tiny_model(VOCAB, seed=seed, pad_id=PAD, **{"max_positions": 64, **overrides})
 
 
 def padded(lengths: list[int], total: int, *, seed: int) -> torch.Tensor:

@@ -6,26 +6,21 @@ from typing import Any
 
 import pytest
 import torch
-from model_helpers import small_model
+from model_helpers import VOCAB, make_model
+from tiny_models import TINY
 
 from seq2seq.errors import UserError
 from seq2seq.model import build_model, check_embedding_sharing, count_parameters, model_size
 
-BASE: dict[str, Any] = {
-    "src_vocab_size": 20,
-    "tgt_vocab_size": 20,
-    "d_model": 16,
-    "n_heads": 2,
-    "ffn_dim": 32,
-    "encoder_layers": 1,
-    "decoder_layers": 1,
-}
+BASE: dict[str, Any] = {"src_vocab_size": 20, "tgt_vocab_size": 20, **TINY}
+D, F = TINY["d_model"], TINY["ffn_dim"]
+FFNS = TINY["encoder_layers"] + TINY["decoder_layers"]
 
 
 @pytest.mark.parametrize(
     "overrides, names",
     [
-        ({"n_heads": 3}, ["n_heads=3", "d_model=16"]),
+        ({"n_heads": 3}, ["n_heads=3", f"d_model={D}"]),
         ({"positional": "absolute"}, ["positional='absolute'", "sinusoidal, learned, rope, alibi"]),
         ({"attention_backend": "flash"}, ["attention_backend='flash'", "sdpa, xformers, manual"]),
         ({"norm": "sandwich"}, ["norm='sandwich'", "pre, post"]),
@@ -62,16 +57,16 @@ def test_tied_embeddings_with_a_joint_vocabulary_share_one_parameter() -> None:
     weight = model.decoder.embedding.weight
     assert model.encoder.embedding.weight is weight and model.output.weight is weight
     untied = build_model(**{**BASE, "share_embeddings": False, "share_decoder_output": False})
-    assert count_parameters(untied) - count_parameters(model) == 2 * 20 * 16  # encoder/decoder shared or not
+    assert count_parameters(untied) - count_parameters(model) == 2 * 20 * D  # encoder/decoder shared or not
     assert untied.output.weight is not untied.decoder.embedding.weight
 
 
 def test_different_vocabularies_keep_a_separate_source_embedding() -> None:
     model = build_model(**{**BASE, "src_vocab_size": 30, "share_embeddings": False})
-    assert model.encoder.embedding.weight.shape == (30, 16)
+    assert model.encoder.embedding.weight.shape == (30, D)
     assert model.encoder.embedding.weight is not model.decoder.embedding.weight
     assert model.output.weight is model.decoder.embedding.weight
-    assert count_parameters(model) == count_parameters(build_model(**BASE)) + 30 * 16
+    assert count_parameters(model) == count_parameters(build_model(**BASE)) + 30 * D
 
 
 def test_separate_vocabularies_of_equal_size_are_not_tied() -> None:
@@ -80,7 +75,7 @@ def test_separate_vocabularies_of_equal_size_are_not_tied() -> None:
     assert encoder is not decoder and encoder.data_ptr() != decoder.data_ptr()
     assert not torch.equal(encoder, decoder)
     assert model.output.weight is decoder  # share_decoder_output still ties the target side
-    assert count_parameters(model) == count_parameters(build_model(**BASE)) + 20 * 16
+    assert count_parameters(model) == count_parameters(build_model(**BASE)) + 20 * D
 
 
 @pytest.mark.parametrize(
@@ -154,24 +149,24 @@ def test_small_parameter_count_and_the_paper_sizes() -> None:
 
 def test_variant_parameter_counts() -> None:
     base = count_parameters(build_model(**BASE))
-    assert count_parameters(build_model(**{**BASE, "norm": "post"})) == base - 2 * 2 * 16  # no final norms
+    assert count_parameters(build_model(**{**BASE, "norm": "post"})) == base - 2 * 2 * D  # no final norms
     assert (
         count_parameters(build_model(**{**BASE, "positional": "learned", "max_positions": 50}))
-        == base + 2 * 50 * 16
+        == base + 2 * 50 * D
     )
-    assert count_parameters(build_model(**{**BASE, "activation": "swiglu"})) == base + 2 * (16 * 32 + 32)
+    assert count_parameters(build_model(**{**BASE, "activation": "swiglu"})) == base + FFNS * (D * F + F)
     conv = build_model(**{**BASE, "cross_downsample": 2, "downsample_mode": "conv"})
-    assert count_parameters(conv) == base + 16 * 16 * 2 + 16
+    assert count_parameters(conv) == base + D * D * 2 + D  # one strided convolution (kernel 2) of the memory
 
 
 def test_config_records_the_arguments_and_forward_shapes() -> None:
-    model = small_model(positional="rope", window=2)
+    model = make_model(positional="rope", window=2)
     assert (
-        model.config["positional"] == "rope" and model.config["window"] == 2 and model.config["d_model"] == 16
+        model.config["positional"] == "rope" and model.config["window"] == 2 and model.config["d_model"] == D
     )
     src = torch.tensor([[3, 4, 5, 0], [6, 7, 0, 0]])
     tgt_in = torch.tensor([[1, 2, 3], [1, 4, 0]])
-    assert model(src, tgt_in).shape == (2, 3, 23)
+    assert model(src, tgt_in).shape == (2, 3, VOCAB)
     memory = model.encode(src)
-    assert memory.states.shape == (2, 4, 16)
+    assert memory.states.shape == (2, 4, D)
     assert torch.equal(memory.keep, src != 0)

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 import torch
-from model_helpers import PAD, TOL, batch, padded, small_model
+from model_helpers import PAD, TOL, batch, make_model, padded
 from torch.utils.checkpoint import checkpoint
 
 from seq2seq.model import Seq2Seq, transformer
@@ -35,7 +35,7 @@ def decode_incrementally(
 def test_cached_decoding_equals_full_forward(
     positional: str, window: int | None, cross_downsample: int, norm: str
 ) -> None:
-    model = small_model(positional=positional, window=window, cross_downsample=cross_downsample, norm=norm)
+    model = make_model(positional=positional, window=window, cross_downsample=cross_downsample, norm=norm)
     src, tgt_in = batch()
     full = model(src, tgt_in)  # T = 8 > 2W: the full pass uses blockwise local attention
     state = model.init_state(model.encode(src))
@@ -49,7 +49,7 @@ def test_cached_decoding_equals_full_forward(
 @pytest.mark.parametrize("window", [None, 3])
 @torch.no_grad()
 def test_decoding_two_tokens_at_a_time_equals_full_forward(positional: str, window: int | None) -> None:
-    model = small_model(positional=positional, window=window, cross_downsample=2)
+    model = make_model(positional=positional, window=window, cross_downsample=2)
     src, tgt_in = batch(seed=1)
     torch.testing.assert_close(decode_incrementally(model, src, tgt_in, chunk=2), model(src, tgt_in), **TOL)
 
@@ -65,7 +65,7 @@ def test_decoding_two_tokens_at_a_time_equals_full_forward(positional: str, wind
 )
 @torch.no_grad()
 def test_cached_decoding_other_options(overrides: dict) -> None:
-    model = small_model(**overrides)
+    model = make_model(**overrides)
     src, tgt_in = batch(seed=2)
     torch.testing.assert_close(decode_incrementally(model, src, tgt_in), model(src, tgt_in), **TOL)
 
@@ -76,7 +76,7 @@ def test_cached_decoding_other_options(overrides: dict) -> None:
 def test_reorder_then_continue_equals_full_forward_of_permuted_batch(
     positional: str, window: int | None
 ) -> None:
-    model = small_model(positional=positional, window=window, cross_downsample=2)
+    model = make_model(positional=positional, window=window, cross_downsample=2)
     src, tgt_in = batch(seed=3)
     index = torch.tensor([2, 0, 1])
     state = model.init_state(model.encode(src))
@@ -91,7 +91,7 @@ def test_reorder_then_continue_equals_full_forward_of_permuted_batch(
 
 @torch.no_grad()
 def test_beam_rows_repeat_their_sentence_and_survive_beam_reordering() -> None:
-    model = small_model(positional="alibi", alibi_cross_attention=True, cross_downsample=2, window=3)
+    model = make_model(positional="alibi", alibi_cross_attention=True, cross_downsample=2, window=3)
     src, tgt_in = batch(seed=4)
     beam = 3
     full = model(src, tgt_in)
@@ -114,7 +114,7 @@ def test_beam_rows_repeat_their_sentence_and_survive_beam_reordering() -> None:
 def test_beam_state_keeps_one_memory_per_sentence_through_reorders(how: str) -> None:
     """Beams share their sentence's memory row; dropping whole sentences or picking arbitrary rows
     keeps every hypothesis reading its own sentence's memory."""
-    model = small_model(positional="alibi", alibi_cross_attention=True, cross_downsample=2)
+    model = make_model(positional="alibi", alibi_cross_attention=True, cross_downsample=2)
     src, tgt_in = batch(seed=5)
     beam = 2
     full = model(src, tgt_in)  # (3, T, V)
@@ -143,7 +143,7 @@ def test_beam_state_keeps_one_memory_per_sentence_through_reorders(how: str) -> 
 def test_extra_padding_does_not_change_real_logits(
     positional: str, window: int | None, cross_downsample: int
 ) -> None:
-    model = small_model(positional=positional, window=window, cross_downsample=cross_downsample)
+    model = make_model(positional=positional, window=window, cross_downsample=cross_downsample)
     src, tgt_in = batch(seed=5)
     logits = model(src, tgt_in)
     more_src = torch.cat([src, torch.full((3, 6), PAD)], dim=1)
@@ -160,7 +160,7 @@ def test_extra_padding_does_not_change_real_logits(
 @pytest.mark.parametrize("window", [None, 2])
 @torch.no_grad()
 def test_sentence_alone_equals_sentence_in_padded_batch(positional: str, window: int | None) -> None:
-    model = small_model(positional=positional, window=window, cross_downsample=2)
+    model = make_model(positional=positional, window=window, cross_downsample=2)
     src = padded([11, 4, 7], 11, seed=6)
     tgt_in = padded([10, 3, 6], 10, seed=7)
     batched_memory = model.encode(src)
@@ -177,7 +177,7 @@ def test_sentence_alone_equals_sentence_in_padded_batch(positional: str, window:
 @torch.no_grad()
 def test_long_prefix_then_single_steps_with_a_window(positional: str) -> None:
     # The 7-token prefix (> 2W) runs blockwise local attention; later steps attend to a sliced cache.
-    model = small_model(positional=positional, window=3, cross_downsample=2)
+    model = make_model(positional=positional, window=3, cross_downsample=2)
     src, tgt_in = padded([9, 6, 3], 9, seed=10), padded([12, 12, 12], 12, seed=11)
     full = model(src, tgt_in)
     state = model.init_state(model.encode(src))
@@ -190,7 +190,7 @@ def test_long_prefix_then_single_steps_with_a_window(positional: str) -> None:
 
 @torch.no_grad()
 def test_learned_positions_past_the_limit_raise_during_decoding() -> None:
-    model = small_model(positional="learned", max_positions=9)
+    model = make_model(positional="learned", max_positions=9)
     src, tgt_in = batch(seed=12)  # src fills positions 0..8
     state = model.init_state(model.encode(src))
     model.decode_step(tgt_in, state)  # target positions 0..7
@@ -225,16 +225,9 @@ def test_gradient_checkpointing_gives_identical_loss_and_gradients(
 
     monkeypatch.setattr(transformer, "checkpoint", counting_checkpoint)
     src, tgt_in = batch(seed=8)
-    plain = small_model(
-        dropout=dropout, attention_dropout=dropout, activation_dropout=dropout, **overrides
-    ).train()
-    checkpointed = small_model(
-        dropout=dropout,
-        attention_dropout=dropout,
-        activation_dropout=dropout,
-        checkpoint_activations=True,
-        **overrides,
-    ).train()
+    dropouts = {"dropout": dropout, "attention_dropout": dropout, "activation_dropout": dropout}
+    plain = make_model(**dropouts, **overrides).train()
+    checkpointed = make_model(**dropouts, checkpoint_activations=True, **overrides).train()
     checkpointed.load_state_dict(plain.state_dict())
     loss, grads = loss_and_grads(plain, src, tgt_in, seed=123)
     assert not calls
@@ -251,13 +244,14 @@ def test_gradient_checkpointing_gives_identical_loss_and_gradients(
 
 @pytest.mark.parametrize("cross_downsample", [1, 2])
 def test_cross_attention_rows_sum_to_one_over_real_source_positions(cross_downsample: int) -> None:
-    model = small_model(cross_downsample=cross_downsample, positional="alibi", alibi_cross_attention=True)
+    model = make_model(cross_downsample=cross_downsample, positional="alibi", alibi_cross_attention=True)
     src, tgt_in = batch(seed=9)
     pooled_keep = model.init_state(model.encode(src)).memory_keep  # (B, S')
     for layer in (0, -1):
         probs = model.cross_attention(src, tgt_in, layer=layer)
-        assert probs.shape == (3, 2, 8, pooled_keep.shape[1])
-        torch.testing.assert_close(probs.sum(-1), torch.ones(3, 2, 8), **TOL)
+        heads = model.config["n_heads"]
+        assert probs.shape == (3, heads, 8, pooled_keep.shape[1])
+        torch.testing.assert_close(probs.sum(-1), torch.ones(3, heads, 8), **TOL)
         pad = ~pooled_keep[:, None, None, :].expand_as(probs)
         assert pad.any() and torch.equal(probs[pad], torch.zeros(int(pad.sum())))
         assert (probs[~pad] > 0).all()

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 import torch
 from attention_reference import key_padding, loop_attention, qkv
+from tiny_models import tiny_model
 
-from seq2seq.model import build_model
 from seq2seq.nn import backends
 from seq2seq.nn.backends import ATTENTION_BACKENDS, attend, build_keep
 
@@ -193,16 +193,7 @@ def test_missing_xformers_is_a_one_line_error_at_build_time(
     monkeypatch.setattr(backends, "_xformers_ops", lambda: None)
     assert not backends.xformers_installed()
     with pytest.raises(ValueError, match="xformers") as info:
-        build_model(
-            src_vocab_size=11,
-            tgt_vocab_size=11,
-            d_model=16,
-            n_heads=2,
-            ffn_dim=32,
-            encoder_layers=1,
-            decoder_layers=1,
-            attention_backend="xformers",
-        )
+        tiny_model(11, attention_backend="xformers")
     message = str(info.value)
     assert "\n" not in message and "attention" in message and "sdpa" in message
     # A direct call still works: it falls back and says why.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from tiny_models import tiny_model
 
 from seq2seq.nn import packing as packing_module
 from seq2seq.nn.packing import Packing
@@ -48,20 +49,7 @@ def test_packing_only_where_it_pays() -> None:
 )
 def test_packed_model_equals_padded_model(overrides: dict, monkeypatch) -> None:
     """Encoder states at real positions, logits and gradients are those of the unpacked batch."""
-    from seq2seq.model import build_model
-
-    torch.manual_seed(0)
-    model = build_model(
-        src_vocab_size=30,
-        tgt_vocab_size=30,
-        d_model=16,
-        n_heads=2,
-        ffn_dim=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        dropout=0.0,
-        **overrides,
-    )
+    model = tiny_model(30, **overrides).train()
     src = torch.randint(4, 30, (3, 11))
     src[1, 6:] = 0
     src[2, 2:] = 0

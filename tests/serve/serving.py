@@ -1,10 +1,9 @@
-"""Helpers for the server tests: sentences over a small vocabulary, and a seq2seq-serve process on a free
-loopback port whose output is read as it runs (a full pipe would stall a server that logs every request)."""
+"""Helpers for the server tests: a seq2seq-serve process on a free loopback port whose output is read as it
+runs (a full pipe would stall a server that logs every request), and its /metrics."""
 
 from __future__ import annotations
 
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -15,13 +14,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
 SERVE = [sys.executable, "-m", "seq2seq.cli.serve"]
-
-
-def sentences(count: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(count)]
 
 
 def free_port() -> int:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serving import Server, scrape, sentences
+from serving import Server, scrape
+from tiny_models import sentences
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions

@@ -11,7 +11,8 @@ import time
 
 import httpx
 import pytest
-from serving import scrape, sentences
+from serving import scrape
+from tiny_models import sentences
 
 JSON = {"Content-Type": "application/json"}
 

@@ -8,33 +8,25 @@ from pathlib import Path
 import httpx
 import pytest
 import torch
-from serving import sentences
+from tiny_models import sentences
+from tuned_model import write_checkpoint
 
 from seq2seq import Translator
-from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.decode.options import SearchOptions
 
 SERVER = SearchOptions(beam_size=5, max_len_a=0.0, max_len_b=12)  # the test server's settings
 TEXTS = sentences(20, seed=5)
-RECORD = {"values": {"length_penalty": 3.0, "max_len_a": 0.5}, "chosen": True, "bleu": 22.4,
-          "default_bleu": 20.5, "defaults": {"length_penalty": 1.0, "max_len_a": 1.2}, "sentences": 500,
-          "beam_size": 5}  # fmt: skip
-EOS_PUSH = 18.0  # the final norm's bias pushed along the eos row: eos about as likely as the best word
 
 
 @pytest.fixture(scope="module")
-def models(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The test server's model made to stop at many lengths (so that the length penalty changes its
     outputs), with and without stored settings."""
-    payload = load_checkpoint(checkpoint)
-    state = dict(payload["model"])
-    eos = state["output.weight"][3]  # every seq2seq tokenizer's eos id
-    state["decoder.final_norm.bias"] = state["decoder.final_norm.bias"] + EOS_PUSH * eos / eos.norm() ** 2
     directory = tmp_path_factory.mktemp("tuned")
-    paths = {"plain": directory / "plain.pt", "tuned": directory / "tuned.pt"}
-    save_checkpoint(paths["plain"], {**payload, "model": state})
-    save_checkpoint(paths["tuned"], {**payload, "model": state, "decoding": RECORD})
-    return paths
+    return {
+        "plain": write_checkpoint(directory / "plain.pt", decoding=None),
+        "tuned": write_checkpoint(directory / "tuned.pt"),
+    }
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serving import sentences
+from tiny_models import sentences
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions

@@ -4,31 +4,22 @@ within noise keeps the defaults; a wider length limit is searched only when outp
 
 from __future__ import annotations
 
-import random
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import sacrebleu
 import torch
+from tiny_models import sentences, tiny_model, tiny_tokenizer
 from torch import nn
 
-from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.common import Hypothesis
 from seq2seq.decode.search import pad_batch
 from seq2seq.decode.translator import DEFAULT_OPTIONS
-from seq2seq.model import build_model
 from seq2seq.train import decoding_tuning
 from seq2seq.train.decoding_tuning import _Scorer, rerank, tune_decoding
 from seq2seq.train.validation import evenly_spaced
-
-WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
-
-
-def sentences(count: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(count)]
 
 
 class EosBias(nn.Module):
@@ -52,11 +43,8 @@ class EosBias(nn.Module):
 
 
 def test_reranking_the_finished_hypotheses_equals_searching_with_each_penalty() -> None:
-    tokenizer = Tokenizer.train(sentences(400, 0), vocab_size=64, model_type="bpe")
-    torch.manual_seed(0)
-    size = tokenizer.vocab_size
-    model = build_model(src_vocab_size=size, tgt_vocab_size=size, d_model=32, n_heads=4, ffn_dim=64,
-                        encoder_layers=1, decoder_layers=1, dropout=0.0, max_positions=128)  # fmt: skip
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer.vocab_size, max_positions=128)
     model = EosBias(model, tokenizer.eos_id, bias=2.5).eval()
     src = pad_batch([tokenizer.encode(s) + [tokenizer.eos_id] for s in sentences(24, 1)], tokenizer.pad_id)
     options = DEFAULT_OPTIONS.replace(max_len_a=0.0, max_len_b=16)
@@ -106,13 +94,15 @@ def short_and_full(reference: list[int], keep: int) -> list[Hypothesis]:
     ]
 
 
+def finding_short_and_full(monkeypatch: pytest.MonkeyPatch, dev: SimpleNamespace) -> None:
+    """Every sentence's search finds short_and_full(reference, keep=4): a penalty of 1.3 gains everywhere."""
+    found = [short_and_full(reference, keep=4) for reference in dev.references]
+    monkeypatch.setattr(decoding_tuning, "finished_hypotheses", lambda model, v, sources, options: found)
+
+
 def test_a_clear_gain_changes_the_length_penalty(monkeypatch: pytest.MonkeyPatch) -> None:
     dev = dev_set(40, source_length=20, reference_length=8)
-    monkeypatch.setattr(
-        decoding_tuning, "finished_hypotheses", lambda model, v, sources, options: [
-            short_and_full(ref, keep=4) for ref in dev.references
-        ],
-    )  # fmt: skip
+    finding_short_and_full(monkeypatch, dev)
     record = tune_decoding(torch.nn.Identity(), dev, sentences=None)
     assert record["chosen"] and record["values"] == {"length_penalty": 1.3, "max_len_a": 1.2}
     assert record["bleu"] == pytest.approx(100.0) and record["default_bleu"] < 60 and record["wins"] == 1.0
@@ -161,11 +151,7 @@ def test_outputs_at_the_length_limit_lead_to_a_wider_limit(monkeypatch: pytest.M
 def test_without_stop_early_the_winner_is_confirmed_by_a_real_search(monkeypatch: pytest.MonkeyPatch) -> None:
     """Re-ranking is exact only with stop_early; otherwise a real search decides, here against the gain."""
     dev = dev_set(40, source_length=20, reference_length=8)
-    monkeypatch.setattr(
-        decoding_tuning, "finished_hypotheses", lambda model, v, sources, options: [
-            short_and_full(ref, keep=4) for ref in dev.references
-        ],
-    )  # fmt: skip
+    finding_short_and_full(monkeypatch, dev)
     confirmed = []
 
     def real_search(model, validator, sources, options) -> list[Hypothesis]:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from tiny_models import TINY, tiny_model
 
 from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.collate import make_batch
 from seq2seq.data.dataset import ParallelDataset
 from seq2seq.errors import UserError
-from seq2seq.model import build_model
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.loss import label_smoothed_nll, projected_label_smoothed_nll
 from seq2seq.train.optim import build_adamw
@@ -30,43 +31,19 @@ def toy_dataset(n: int = 48, seed: int = 0) -> ParallelDataset:
     return ParallelDataset.from_sequences(sources, [s[::-1] for s in sources], eos_id=EOS)
 
 
-def make_trainer(
-    tmp_path: Path,
-    *,
-    max_updates: int,
-    update_freq: int = 1,
-    save_every: int = 3,
-    dropout: float = 0.1,
-    loss_fn=None,
-    max_nonfinite: int = 10,
-) -> Trainer:
+# The loop's settings for the toy runs: no validation, fp32, a checkpoint every 3 updates, 2 kept.
+TOY_OPTIONS = {"validate_every": None, "validate_every_minutes": None, "precision": "fp32", "save_every": 3,
+               "keep_last": 2, "log_every": 1}  # fmt: skip
+
+
+def make_trainer(tmp_path: Path, *, dropout: float = 0.1, loss_fn: Any = None, **options: Any) -> Trainer:
+    """A Trainer of the tiny model on the toy set; `options` are TrainerOptions fields over TOY_OPTIONS."""
     torch.manual_seed(0)
     dataset = toy_dataset()
-    model = build_model(
-        src_vocab_size=VOCAB,
-        tgt_vocab_size=VOCAB,
-        pad_id=PAD,
-        d_model=32,
-        n_heads=4,
-        ffn_dim=64,
-        encoder_layers=1,
-        decoder_layers=1,
-        dropout=dropout,
-    )
+    model = tiny_model(VOCAB, pad_id=PAD, dropout=dropout)
     optimizer = build_adamw(model, lr=0.0)
-    scheduler = ScheduledLR(optimizer, partial(noam, d_model=32, warmup=4, scale=1.0))
+    scheduler = ScheduledLR(optimizer, partial(noam, d_model=TINY["d_model"], warmup=4, scale=1.0))
     sampler = TokenBatchSampler(dataset.src_lengths, dataset.tgt_lengths, max_tokens=60, seed=3)
-    options = TrainerOptions(
-        max_updates=max_updates,
-        update_freq=update_freq,
-        validate_every=None,
-        validate_every_minutes=None,
-        precision="fp32",
-        save_every=save_every,
-        keep_last=2,
-        log_every=1,
-        max_consecutive_nonfinite=max_nonfinite,
-    )
     return Trainer(
         model=model,
         optimizer=optimizer,
@@ -78,7 +55,7 @@ def make_trainer(
         reporter=Reporter(log_dir=None, progress_bar=False),
         output_dir=tmp_path,
         checkpoint_extras={"model_config": model.config},
-        options=options,
+        options=TrainerOptions(**{**TOY_OPTIONS, **options}),
         device=torch.device("cpu"),
     )
 
@@ -161,7 +138,7 @@ def test_nonfinite_updates_are_skipped_then_stop_the_run(tmp_path: Path) -> None
         out = projected_label_smoothed_nll(hidden, output_weight, target, epsilon=0.1, pad_id=PAD)
         return out._replace(loss_sum=out.loss_sum * float("nan"))
 
-    trainer = make_trainer(tmp_path, max_updates=50, loss_fn=exploding_loss, max_nonfinite=3)
+    trainer = make_trainer(tmp_path, max_updates=50, loss_fn=exploding_loss, max_consecutive_nonfinite=3)
     before = [p.detach().clone() for p in trainer.model.parameters()]
     with pytest.raises(UserError, match=r"3 consecutive non-finite .* update 3"):
         trainer.fit()

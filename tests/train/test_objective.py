@@ -5,23 +5,17 @@ from __future__ import annotations
 from functools import partial
 
 import torch
+from tiny_models import TINY, tiny_model
 
 from seq2seq.data.collate import Batch
-from seq2seq.model import build_model
 from seq2seq.train.loss import label_smoothed_nll, projected_label_smoothed_nll
 from seq2seq.train.objective import batch_loss
 
 PAD, VOCAB = 0, 19
 
 
-def small_model(seed: int) -> torch.nn.Module:
-    torch.manual_seed(seed)
-    sizes = dict(d_model=16, n_heads=2, ffn_dim=32, encoder_layers=2, decoder_layers=2)
-    return build_model(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, pad_id=PAD, dropout=0.0, **sizes)
-
-
 def test_output_keep_returns_the_kept_rows_of_the_full_logits() -> None:
-    model = small_model(seed=0).eval()
+    model = tiny_model(VOCAB, seed=0, pad_id=PAD)
     src = torch.tensor([[5, 6, 7, 3], [8, 3, PAD, PAD]])
     tgt_in = torch.tensor([[2, 9, 10], [2, 11, PAD]])
     keep = torch.tensor([[True, True, True], [True, True, False]])
@@ -30,12 +24,12 @@ def test_output_keep_returns_the_kept_rows_of_the_full_logits() -> None:
     assert kept.shape == (5, VOCAB)
     torch.testing.assert_close(kept, full[keep], rtol=1e-6, atol=1e-6)
     states = model(src, tgt_in, output_keep=keep, project=False)  # (5, D)
-    assert states.shape == (5, 16)
+    assert states.shape == (5, TINY["d_model"])
     torch.testing.assert_close(model.output(states), kept, rtol=0, atol=0)
 
 
 def test_batch_loss_equals_the_loss_of_the_full_logits_with_the_same_gradients() -> None:
-    model = small_model(seed=1)
+    model = tiny_model(VOCAB, pad_id=PAD, seed=1)
     src = torch.tensor([[5, 6, 7, 3], [8, 3, PAD, PAD], [4, 4, 3, PAD]])
     tgt_out = torch.tensor([[9, 10, 3, PAD], [11, 3, PAD, PAD], [12, 13, 14, 3]])
     tgt_in = torch.cat([torch.full((3, 1), 2), tgt_out[:, :-1]], dim=1).masked_fill(tgt_out == PAD, PAD)

@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 from omegaconf import OmegaConf
+from tiny_models import tiny_model
 from torch import nn
 
 from seq2seq.errors import UserError
-from seq2seq.model.builders import build_model
 from seq2seq.nn.embeddings import TokenEmbedding
 from seq2seq.train.optim import build_adamw, clip_gradients, no_decay_parameter_ids
 
@@ -51,9 +51,7 @@ def test_groups_exempt_biases_norms_and_embeddings():
 
 @pytest.mark.parametrize("tie", [True, False])
 def test_transformer_groups(tie):
-    model = build_model(src_vocab_size=11, tgt_vocab_size=11, d_model=8, n_heads=2, ffn_dim=16,
-                        encoder_layers=1, decoder_layers=1,
-                        share_embeddings=tie, share_decoder_output=tie)  # fmt: skip
+    model = tiny_model(11, share_embeddings=tie, share_decoder_output=tie)
     optimizer = build_adamw(model, lr=1e-3, weight_decay=0.1)
     no_decay = {id(p) for p in _group(optimizer, "no_decay")["params"]}
     decay = {id(p) for p in _group(optimizer, "decay")["params"]}

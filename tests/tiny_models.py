@@ -1,0 +1,61 @@
+"""The model tests build: configs/model/tiny.yaml's sizes, read with model_size("tiny"), so that no test
+keeps a copy of the numbers; random weights, dropout off, eval mode. Also the small world such a model
+translates in (sentences over a few words, a sentencepiece model of them) and its checkpoint file."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seq2seq.checkpoint import save_checkpoint
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.model import Seq2Seq, build_model, model_size
+
+TINY = model_size("tiny")  # d_model, n_heads, ffn_dim, encoder_layers, decoder_layers
+WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
+
+
+def tiny_model(
+    vocab: int, *, seed: int = 0, pad_id: int = 0, sharpness: float = 1.0, **overrides: Any
+) -> Seq2Seq:
+    """A random tiny model over `vocab` tokens (both sides); `overrides` are other build_model arguments.
+
+    `sharpness` scales the output weights (and the embedding tied to them), so that the model's choices
+    are clear-cut rather than near-ties: what search and serving tests need to tell outputs apart.
+    """
+    torch.manual_seed(seed)
+    arguments = {**TINY, "dropout": 0.0, **overrides}
+    model = build_model(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=pad_id, **arguments)
+    if sharpness != 1.0:
+        with torch.no_grad():
+            model.output.weight.mul_(sharpness)
+    return model.eval()
+
+
+def sentences(count: int, seed: int, *, words: tuple[int, int] = (2, 9)) -> list[str]:
+    """`count` random sentences of WORDS, each of words[0] to words[1] words."""
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(*words))) for _ in range(count)]
+
+
+def tiny_tokenizer() -> Tokenizer:
+    """A 64-piece BPE model of 400 such sentences (one model for both sides)."""
+    return Tokenizer.train(sentences(400, 0), vocab_size=64, model_type="bpe")
+
+
+def save_tiny_checkpoint(
+    path: Path, model: Seq2Seq, tokenizer: Tokenizer, *, step: int, **extra: Any
+) -> Path:
+    """A checkpoint file as training writes one: weights, model_config, step, the joint tokenizer, `extra`."""
+    payload = {
+        "model": model.state_dict(),
+        "model_config": model.config,
+        "step": step,
+        "tokenizer": {"src": tokenizer.to_bytes(), "tgt": None},
+        **extra,
+    }
+    save_checkpoint(path, payload)
+    return path
