@@ -46,7 +46,7 @@ def usable_cores() -> int:
 def detected_choice() -> RecipeChoice:
     import torch
 
-    from seq2seq.train.precision import fast_bf16
+    from seq2seq.precision import fast_bf16
 
     return choose_recipe(bf16_native=fast_bf16(torch.device("cpu")), cores=usable_cores())
 

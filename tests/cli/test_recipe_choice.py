@@ -78,4 +78,5 @@ def test_the_quickstart_names_the_defaults_when_detection_picks_them(tmp_path: P
 @pytest.mark.parametrize("given", ["tune_30min_best", ""])
 def test_an_experiment_given_overrides_the_detection(tmp_path: Path, given: str) -> None:
     lines = _run_recipe_block(tmp_path, given, f"{FP32_RECIPE}\tnot used")
-    assert lines == [f"recipe: {given or 'seq2seq-train defaults'} (EXPERIMENT given)", f"EXPERIMENT=[{given}]"]
+    shown = given or "seq2seq-train defaults"
+    assert lines == [f"recipe: {shown} (EXPERIMENT given)", f"EXPERIMENT=[{given}]"]
