@@ -66,8 +66,7 @@ except ImportError:  # Python 3.10
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 README = REPOSITORY / "README.md"
-sys.path.insert(0, str(REPOSITORY / "tests" / "cli"))
-from toy_corpus import write_toy_corpus  # noqa: E402
+from toy_corpus import write_toy_corpus  # noqa: E402  (tests/ is on sys.path: tests/conftest.py)
 
 TRAIN_OVERRIDES = [
     "model=tiny",
