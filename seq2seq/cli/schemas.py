@@ -1,9 +1,9 @@
 """Typed schemas for the scalar settings, so a bad value fails when Hydra composes the config.
 
-Registered in Hydra's ConfigStore as `schema/model` and `schema/trainer`; the YAML files of
-those groups list them first in their defaults, which gives `trainer.max_updates=abc` or an
+Registered in Hydra's ConfigStore as `schema/model`, `schema/decoder_only_model` and `schema/trainer`;
+the YAML files of those groups list them first in their defaults, which gives `trainer.max_updates=abc` or an
 unknown key Hydra's own one-line error before anything runs. Both are derived from the code that reads
-the keys (build_model's signature; the dataclasses of the trainer's parts), never written twice.
+the keys (the builders' signatures; the dataclasses of the trainer's parts), never written twice.
 """
 
 from __future__ import annotations
@@ -11,34 +11,35 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from seq2seq.model.builders import RUN_TIME_ARGUMENTS, build_model
+from seq2seq.model.builders import RUN_TIME_ARGUMENTS, build_decoder_only, build_model
 from seq2seq.train.finish import FinishSettings
 from seq2seq.train.loop import TrainerOptions
 
 
-def _model_schema() -> type:
-    """Types of the `model` group's keys, without values (those live in configs/model/base.yaml only).
+def _model_schema(builder: Callable[..., Any], name: str) -> type:
+    """Types of a `model` group entry's keys, without values (those live in configs/model/*.yaml only).
 
-    The keys and types are build_model's keyword arguments, read from its signature, so the schema
+    The keys and types are the builder's keyword arguments, read from its signature, so the schema
     cannot drift from the builder; the arguments the train CLI injects at run time are left out.
     """
-    hints = typing.get_type_hints(build_model)
+    hints = typing.get_type_hints(builder)
     fields = [("_target_", str, MISSING)] + [
         (name, hints[name], MISSING)
-        for name in inspect.signature(build_model).parameters
+        for name in inspect.signature(builder).parameters
         if name not in RUN_TIME_ARGUMENTS
     ]
-    return dataclasses.make_dataclass("ModelSchema", fields)
+    return dataclasses.make_dataclass(name, fields)
 
 
-ModelSchema = _model_schema()
+ModelSchema = _model_schema(build_model, "ModelSchema")  # encoder-decoder: configs/model/base.yaml
+DecoderOnlySchema = _model_schema(build_decoder_only, "DecoderOnlySchema")  # configs/model/decoder_only.yaml
 
 
 @dataclass(frozen=True)
@@ -83,4 +84,5 @@ TrainerSchema = _trainer_schema()
 def register_schemas() -> None:
     store = ConfigStore.instance()
     store.store(group="schema", name="model", node=ModelSchema)
+    store.store(group="schema", name="decoder_only_model", node=DecoderOnlySchema)
     store.store(group="schema", name="trainer", node=TrainerSchema)

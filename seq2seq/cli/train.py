@@ -31,12 +31,13 @@ from seq2seq.cli.training_data import RunData, load_data
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
-from seq2seq.model import check_embedding_sharing, count_parameters
+from seq2seq.model import FAMILY_BUILDERS, check_embedding_sharing, count_parameters
 from seq2seq.nn.linear import bound_onednn_caches
 from seq2seq.train import distributed
 from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
 from seq2seq.train.finish import FinishSettings, finish_run, objective
 from seq2seq.train.loop import Trainer, TrainerOptions
+from seq2seq.train.objective import TrainingLoss
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import check_resume, check_run_directory
 from seq2seq.train.schedules import ScheduledLR
@@ -63,14 +64,37 @@ def check_targets(node: Any, path: str = "") -> None:
             check_targets(node[key], f"{path}.{key}" if path else str(key))
 
 
-def build_loss(cfg_loss: DictConfig, pad_id: int) -> Any:
+def model_family(cfg_model: DictConfig) -> str:
+    """The family `model._target_` builds (seq2seq.model.FAMILY_BUILDERS), known before building it."""
+    builder = hydra.utils.get_method(str(cfg_model._target_))
+    return next((family for family, known in FAMILY_BUILDERS.items() if builder is known), "encoder_decoder")
+
+
+def check_family_settings(cfg: DictConfig, family: str) -> None:
+    """Settings that need a family: one-line errors before any data is prepared."""
+    if family == "decoder_only" and not bool(cfg.data.tokenizer.joint):
+        raise UserError("model=decoder_only reads source and target with one embedding; "
+                        "set data.tokenizer.joint=true")  # fmt: skip
+    source_weight = float(cfg.loss.get("source_weight", 0.0))
+    if source_weight and family != "decoder_only":
+        raise UserError(f"loss.source_weight={source_weight} adds a source language-model term, which only "
+                        "model=decoder_only has; set loss.source_weight=0")  # fmt: skip
+    if source_weight and bool(cfg.model.get("prefix_lm", False)):
+        raise UserError(f"loss.source_weight={source_weight} needs a causal model: a prefix LM sees the whole "
+                        "source; set model.prefix_lm=false or loss.source_weight=0")  # fmt: skip
+
+
+def build_loss(cfg_loss: DictConfig, pad_id: int) -> TrainingLoss:
     """The configured loss with `pad_id` bound; it must take (hidden, output_weight, target).
 
     The trainer hands the loss decoder states and the output weight, not logits
     (seq2seq.train.objective.batch_loss); a logits-level function such as label_smoothed_nll would
-    otherwise fail with a TypeError at the first batch.
+    otherwise fail with a TypeError at the first batch. `loss.source_weight` is the objective's, not
+    the token loss's: it weights a decoder-only model's source language-model term.
     """
-    loss_fn = partial(instantiate(cfg_loss), pad_id=pad_id)
+    settings = OmegaConf.to_container(cfg_loss)
+    source_weight = float(settings.pop("source_weight", 0.0))
+    loss_fn = partial(instantiate(settings), pad_id=pad_id)
     try:
         inspect.signature(loss_fn).bind(None, None, None)
     except (TypeError, ValueError):
@@ -78,7 +102,9 @@ def build_loss(cfg_loss: DictConfig, pad_id: int) -> Any:
             f"loss._target_={cfg_loss.get('_target_')!r} must take (hidden, output_weight, target, "
             "pad_id=...) like seq2seq.train.loss.projected_label_smoothed_nll; use loss=label_smoothed"
         ) from None
-    return loss_fn
+    if source_weight < 0:
+        raise UserError(f"loss.source_weight={source_weight} must be zero or positive")
+    return TrainingLoss(loss_fn, source_weight=source_weight)
 
 
 def seed_everything(seed: int) -> None:
@@ -120,7 +146,11 @@ def train(cfg: DictConfig) -> float | None:
     finish = FinishSettings.from_config(cfg.trainer)
     finish.check(cfg.trainer)
     bound_onednn_caches()  # bf16 autocast and validation build oneDNN primitives per batch shape
-    check_embedding_sharing(bool(cfg.model.share_embeddings), joint_vocabulary=bool(cfg.data.tokenizer.joint))
+    family = model_family(cfg.model)
+    check_family_settings(cfg, family)
+    check_embedding_sharing(
+        bool(cfg.model.get("share_embeddings", False)), joint_vocabulary=bool(cfg.data.tokenizer.joint)
+    )
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = pick_device(command.device, setting="trainer.device", local_rank=distributed.local_rank())
     distributed.initialize(device)
@@ -130,7 +160,8 @@ def train(cfg: DictConfig) -> float | None:
     options = trainer_options(cfg)
     checkpoint = resume_path(command.resume, run_dir)
     check_run_directory(run_dir, checkpoint, command.resume)  # before anything is written there
-    data = load_data(cfg.data, run_dir=run_dir, max_tokens=command.max_tokens, seed=int(cfg.seed))
+    data = load_data(cfg.data, run_dir=run_dir, max_tokens=command.max_tokens, seed=int(cfg.seed),
+                     joint_sequence=family == "decoder_only")  # fmt: skip
     fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     snapshots = None
@@ -235,6 +266,7 @@ def build_validator(
     precision: str,
 ) -> Validator:
     search = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
+    has_cross_attention = model_family(cfg.model) == "encoder_decoder"
     return Validator(
         dev=data.corpus.dev,
         dev_batches=data.dev_batches,
@@ -251,7 +283,7 @@ def build_validator(
         compute_bleu=command.validate_bleu,
         max_sentences=command.validate_max_sentences,
         n_samples=command.sample_translations,
-        attention_plot=command.attention_plot,
+        attention_plot=command.attention_plot and has_cross_attention,  # a decoder-only model has none
     )
 
 

@@ -28,8 +28,11 @@ class RunData:
     dev_batches: list[list[int]]
 
 
-def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int) -> RunData:
-    """Tokenizers trained (or reloaded) in the run dir, mapped encodings, and token-budget batches.
+def load_data(
+    data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int, joint_sequence: bool = False
+) -> RunData:
+    """Tokenizers trained (or reloaded) in the run dir, mapped encodings, and token-budget batches
+    (`joint_sequence`: a decoder-only model's, source and target counted together).
 
     Under torchrun rank 0 prepares first (building the caches on a miss) while the others wait; then
     every rank maps the same cached files, so the page cache holds one copy of the corpus.
@@ -48,10 +51,12 @@ def load_data(data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int
         seed=seed,
         rank=distributed.rank(),
         world_size=distributed.world_size(),
+        joint_sequence=joint_sequence,
     )
     dev_sampler = TokenBatchSampler(
-        data.dev.src_lengths, data.dev.tgt_lengths, max_tokens, seed=seed, shuffle=False
-    )
+        data.dev.src_lengths, data.dev.tgt_lengths, max_tokens, seed=seed, shuffle=False,
+        joint_sequence=joint_sequence,
+    )  # fmt: skip
     return RunData(
         corpus=data,
         train_batches=train_batches,

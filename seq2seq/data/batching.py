@@ -41,7 +41,10 @@ class TokenBatchSampler:
         shuffle: bool = True,
         rank: int = 0,
         world_size: int = 1,
+        joint_sequence: bool = False,
     ) -> None:
+        """`joint_sequence`: a pair is one sequence, source then target (a decoder-only model), so a
+        batch costs n * (S + T) tokens instead of n * max(S, T), and pairs are sorted by S + T."""
         # Any integer type: int32 lengths stay int32 (4 bytes a pair), the batch costs are computed in int64.
         self.src_lengths = np.asarray(src_lengths)
         self.tgt_lengths = np.asarray(tgt_lengths)
@@ -55,10 +58,13 @@ class TokenBatchSampler:
             raise ValueError(f"rank {rank} is not in [0, {world_size})")
         self.max_tokens, self.seed, self.shuffle = int(max_tokens), int(seed), bool(shuffle)
         self.rank, self.world_size = int(rank), int(world_size)
+        self.joint_sequence = bool(joint_sequence)
         self.epoch = 0
         self.position = 0  # batches of the current epoch already handed out by this rank
-        self._cuts = _pack(self._order(0), self.src_lengths, self.tgt_lengths, self.max_tokens)
-        oversized = int(np.maximum(self.src_lengths, self.tgt_lengths).max(initial=0))
+        self._cuts = _pack(
+            self._order(0), self.src_lengths, self.tgt_lengths, self.max_tokens, joint=self.joint_sequence
+        )
+        oversized = int(self._sizes().max(initial=0))
         if oversized > self.max_tokens:
             log.warning(
                 "some examples (up to %d tokens) exceed max_tokens=%d; each forms its own batch",
@@ -133,29 +139,38 @@ class TokenBatchSampler:
             )
             self.position = 0
 
+    def _sizes(self) -> np.ndarray:
+        """One pair's tokens as batched: the longer side, or both sides with `joint_sequence`."""
+        if self.joint_sequence:
+            return self.src_lengths.astype(np.int64) + self.tgt_lengths
+        return np.maximum(self.src_lengths, self.tgt_lengths)
+
     def _order(self, epoch: int) -> np.ndarray:
-        """Indices sorted by (longer side, target, source length); ties broken at random when shuffling."""
+        """Indices sorted by (size, target, source length); ties broken at random when shuffling."""
         if self.shuffle:
             ties = np.random.default_rng([self.seed, epoch, 0]).random(len(self.src_lengths))
         else:
             ties = np.arange(len(self.src_lengths))
-        longer = np.maximum(self.src_lengths, self.tgt_lengths)
-        return np.lexsort((ties, self.src_lengths, self.tgt_lengths, longer))
+        return np.lexsort((ties, self.src_lengths, self.tgt_lengths, self._sizes()))
 
 
-def _pack(order: np.ndarray, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int) -> list[int]:
-    """Greedy cut points (into ``order``) so each batch's n * max(S, T) stays within max_tokens."""
-    longest = np.maximum(src_lengths, tgt_lengths)[order].tolist()
+def _pack(
+    order: np.ndarray, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, *, joint: bool = False
+) -> list[int]:
+    """Greedy cut points (into ``order``) so each batch's n * max(S, T) (``joint``: n * (S + T)) stays
+    within max_tokens, S and T being the batch's longest source and target."""
+    sources, targets = src_lengths[order].tolist(), tgt_lengths[order].tolist()
     cuts = [0]
-    size = widest = 0
-    for k, length in enumerate(longest):
-        wider = max(widest, length)
-        if size and (size + 1) * wider > max_tokens:
+    size = widest_src = widest_tgt = 0
+    for k, (src, tgt) in enumerate(zip(sources, targets)):
+        wider_src, wider_tgt = max(widest_src, src), max(widest_tgt, tgt)
+        width = wider_src + wider_tgt if joint else max(wider_src, wider_tgt)
+        if size and (size + 1) * width > max_tokens:
             cuts.append(k)
-            size, wider = 0, length
-        size, widest = size + 1, wider
+            size, wider_src, wider_tgt = 0, src, tgt
+        size, widest_src, widest_tgt = size + 1, wider_src, wider_tgt
     if size:
-        cuts.append(len(longest))
+        cuts.append(len(sources))
     return cuts
 
 

@@ -118,7 +118,7 @@ def start_search(
     the sources and make the decoder state, its caches sized for the longest output allowed."""
     check_search_arguments(model, src, options)
     rules = build_rules(
-        src, options, copies=copies, prefix=prefix, ids=ids, longest_allowed=longest_output_allowed(model)
+        src, options, copies=copies, prefix=prefix, ids=ids, longest_allowed=output_room(model, src)
     )
     longest = int(rules.max_lens.max()) if rules.max_lens.numel() else 0
     state = model.init_state(model.encode(src), beam_size=copies, max_steps=cache_steps(longest))
@@ -163,6 +163,13 @@ def longest_output_allowed(model: nn.Module) -> int | None:
     None for a model that does not say (no limit is applied)."""
     max_positions = getattr(model, "config", {}).get("max_positions")
     return None if max_positions is None else int(max_positions) - 1
+
+
+def output_room(model: nn.Module, src: Tensor) -> Tensor | int | None:
+    """Output tokens (before eos) each sentence can have: the model's `output_room(src)` (B,) where it
+    has one (a decoder-only model's source takes positions too), else `longest_output_allowed`."""
+    room = getattr(model, "output_room", None)
+    return room(src) if callable(room) else longest_output_allowed(model)
 
 
 def source_lengths(src: Tensor, pad_id: int) -> Tensor:
@@ -221,21 +228,28 @@ def build_rules(
     copies: int,
     prefix: Prefix,
     ids: SpecialIds,
-    longest_allowed: int | None = None,
+    longest_allowed: int | Tensor | None = None,
 ) -> StepRules:
     """The length limits and constraints of `options` for B * copies rows (row b * copies + k belongs to
-    sentence b), built once per search; no limit exceeds `longest_allowed` (the model's positions)."""
+    sentence b), built once per search; no limit exceeds `longest_allowed` (the model's positions: one
+    number, or one per sentence (B,))."""
     forced = prepare_prefix(prefix, src.shape[0], device=src.device, ids=ids)
     prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != ids.pad).sum(dim=1)
     limits = max_output_lengths(
         source_lengths(src, ids.pad), a=options.max_len_a, b=options.max_len_b
     )  # (B,)
     if longest_allowed is not None:
-        limits = limits.clamp(max=longest_allowed)
-        if forced is not None and int(prefix_lengths.max()) > longest_allowed:
+        allowed = torch.as_tensor(longest_allowed, device=limits.device).expand_as(limits)  # (B,)
+        if bool((allowed < 0).any()):
+            raise UserError(
+                f"a source leaves no room for output in the model's positions (it is {int(-allowed.min())} "
+                "tokens too long); shorten the input or split it"
+            )
+        limits = torch.minimum(limits, allowed)
+        if forced is not None and bool((prefix_lengths > allowed).any()):
             raise UserError(
                 f"a forced prefix of {int(prefix_lengths.max())} tokens does not fit the model's "
-                f"{longest_allowed + 1} positions (bos included); shorten the prefix"
+                f"{int(allowed.min()) + 1} positions left (bos included); shorten the prefix"
             )
     max_lens = torch.maximum(limits, prefix_lengths)  # a forced prefix always fits
     if copies > 1:
@@ -262,6 +276,7 @@ __all__ = [
     "constrain_",
     "longest_output_allowed",
     "next_token_scores",
+    "output_room",
     "prepare_prefix",
     "start_search",
 ]

@@ -40,11 +40,16 @@ class Ensemble(nn.Module):
         super().__init__()
         if not models:
             raise UserError("an ensemble needs at least one model")
+        families = sorted({getattr(m, "family", "encoder_decoder") for m in models})
+        if len(families) > 1:
+            raise UserError(f"an ensemble's models must be of one family, got {' and '.join(families)}; "
+                            "ensemble checkpoints of the same model family")  # fmt: skip
         sizes = {(m.config.get("src_vocab_size"), m.config.get("tgt_vocab_size"), m.pad_id) for m in models}
         if len(sizes) > 1:
             raise UserError(f"ensemble members differ in vocabulary sizes or pad id {sorted(sizes)}; "
                             "ensemble models trained with the same tokenizer")  # fmt: skip
         self.members = nn.ModuleList(models)
+        self.family = families[0]
         self.pad_id = models[0].pad_id
         self.config: dict[str, Any] = dict(models[0].config)
         self.config["max_positions"] = min(int(m.config.get("max_positions", 1024)) for m in models)
@@ -60,6 +65,11 @@ class Ensemble(nn.Module):
             model.init_state(memory, beam_size=beam_size, max_steps=max_steps)
             for model, memory in zip(self.members, memories)
         ])  # fmt: skip
+
+    def output_room(self, src: Tensor) -> Tensor:
+        """The tightest member's room for output tokens. Shapes: src (B, S) -> (B,)."""
+        rooms = [model.output_room(src) for model in self.members]
+        return torch.stack(rooms).amin(dim=0)
 
     def decode_step(self, prev_tokens: Tensor, state: EnsembleState) -> tuple[Tensor, EnsembleState]:
         """Mean of the models' next-token log-probabilities. Shapes: prev_tokens (N, t) -> (N, V)."""

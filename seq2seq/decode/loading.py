@@ -16,7 +16,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.tuned import PAYLOAD_KEY
 from seq2seq.errors import UserError
-from seq2seq.model import build_model
+from seq2seq.model import build_from_config
 from seq2seq.nn.backends import xformers_installed
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         raise UserError(
             f"checkpoint {path} lacks {', '.join(missing)}; pass a checkpoint written by seq2seq-train"
         )
-    model = build_model(**usable_model_config(payload["model_config"], device))
+    model = build_from_config(usable_model_config(payload["model_config"], device))
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError as error:

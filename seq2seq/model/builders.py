@@ -14,7 +14,9 @@ from typing import Any
 from torch import nn
 
 from seq2seq.errors import UserError
-from seq2seq.model.transformer import POSITIONAL_KINDS, Decoder, Encoder, PositionScheme, Seq2Seq
+from seq2seq.model.decoder_only import FAMILY as DECODER_ONLY
+from seq2seq.model.decoder_only import DecoderOnly
+from seq2seq.model.transformer import POSITIONAL_KINDS, Decoder, Encoder, PositionScheme, Seq2Seq, Stack
 from seq2seq.nn.attention import CrossAttention, SelfAttention
 from seq2seq.nn.backends import ATTENTION_BACKENDS, xformers_installed
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
@@ -85,7 +87,8 @@ def _check_sharing(args: dict[str, Any]) -> None:
 def validate_arguments(args: dict[str, Any]) -> None:
     """Reject impossible settings with one-line messages before any module is built."""
     for name in _POSITIVE_INTEGERS:
-        _check_positive(name, args[name])
+        if name in args:
+            _check_positive(name, args[name])
     _check_positive("window", args["window"], allow_none=True)
     if args["d_model"] % args["n_heads"]:
         raise UserError(f"n_heads={args['n_heads']} must divide d_model={args['d_model']}")
@@ -93,7 +96,8 @@ def validate_arguments(args: dict[str, Any]) -> None:
     _check_choice("attention_backend", args["attention_backend"], ATTENTION_BACKENDS)
     _check_choice("norm", args["norm"], NORMS)
     _check_choice("activation", args["activation"], ACTIVATIONS)
-    _check_choice("downsample_mode", args["downsample_mode"], DOWNSAMPLE_MODES)
+    if "downsample_mode" in args:
+        _check_choice("downsample_mode", args["downsample_mode"], DOWNSAMPLE_MODES)
     for name in ("dropout", "attention_dropout", "activation_dropout"):
         if not 0.0 <= float(args[name]) < 1.0:
             raise UserError(f"{name}={args[name]!r} must be in [0, 1)")
@@ -106,7 +110,8 @@ def validate_arguments(args: dict[str, Any]) -> None:
             "attention_backend='xformers' requested but xformers is not installed; "
             "pip install 'seq2seq[xformers]' or choose attention_backend='sdpa'"
         )
-    _check_sharing(args)
+    if "share_embeddings" in args:
+        _check_sharing(args)
 
 
 @dataclass(frozen=True)
@@ -259,7 +264,95 @@ def build_model(
     output = OutputProjection(
         d_model, tgt_vocab_size, shared_weight=tgt_embedding.weight if share_decoder_output else None
     )
-    return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config=args)
+    return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config={**args, "family": "encoder_decoder"})
+
+
+def _check_decoder_only(args: dict[str, Any]) -> None:
+    """What only the decoder-only family refuses: separate vocabularies and cross-attention options."""
+    if args["src_vocab_size"] != args["tgt_vocab_size"]:
+        raise UserError(
+            f"model=decoder_only reads source and target with one embedding, so it needs one joint "
+            f"vocabulary (got {args['src_vocab_size']} and {args['tgt_vocab_size']}); set data.tokenizer.joint=true"
+        )
+    if args["cross_downsample"] != 1:
+        raise UserError(
+            f"cross_downsample={args['cross_downsample']} pools the encoder memory for cross-attention, which "
+            "model=decoder_only does not have; remove it (or use an encoder-decoder model)"
+        )
+
+
+def build_decoder_only(
+    *,
+    src_vocab_size: int,
+    tgt_vocab_size: int,
+    pad_id: int = 0,
+    d_model: int = 256,
+    n_heads: int = 4,
+    ffn_dim: int = 1024,
+    layers: int = 7,
+    prefix_lm: bool = False,
+    dropout: float = 0.1,
+    attention_dropout: float = 0.0,
+    activation_dropout: float = 0.0,
+    positional: str = "sinusoidal",
+    attention_backend: str = "sdpa",
+    window: int | None = None,
+    norm: str = "pre",
+    activation: str = "relu",
+    share_decoder_output: bool = True,
+    checkpoint_activations: bool = False,
+    max_positions: int = 1024,
+    cross_downsample: int = 1,
+) -> DecoderOnly:
+    """A decoder-only Transformer over `source <tag> target` (seq2seq.model.decoder_only).
+
+    The defaults are configs/model/decoder_only.yaml's: 7 layers of the small encoder-decoder's width
+    have its parameter count. `prefix_lm`: the source attends bidirectionally, the target causally.
+    `share_decoder_output`: the input embedding is the output projection. Source and target share
+    one vocabulary. `cross_downsample` exists only to be refused by name (there is no cross-attention).
+    """
+    args = dict(locals())
+    _check_positive("layers", layers)
+    _check_decoder_only(args)
+    validate_arguments(args)
+    recipe = LayerRecipe.of(args)
+    embedding = TokenEmbedding(tgt_vocab_size, d_model, pad_id)
+    stack = Stack(
+        embedding,
+        _positions({**args, "alibi_cross_attention": False}),
+        [recipe.encoder_layer() for _ in range(layers)],
+        d_model=d_model,
+        norm=norm,
+        dropout=dropout,
+        checkpoint_activations=checkpoint_activations,
+    )
+    output = OutputProjection(
+        d_model, tgt_vocab_size, shared_weight=embedding.weight if share_decoder_output else None
+    )
+    config = {**args, "family": DECODER_ONLY}
+    return DecoderOnly(stack, output, pad_id=pad_id, prefix_lm=prefix_lm, config=config)
+
+
+# The builder of each family, by the name its checkpoints record (model.config["family"]); a checkpoint
+# without one is an encoder-decoder (they were the only family before the name was recorded).
+FAMILY_BUILDERS = {"encoder_decoder": build_model, DECODER_ONLY: build_decoder_only}
+
+
+def family_of(config: dict[str, Any]) -> str:
+    """The family a model config or checkpoint's model_config describes."""
+    family = config.get("family", "encoder_decoder")
+    if family not in FAMILY_BUILDERS:
+        raise UserError(
+            f"model family {family!r} is not known to this version; choose one of {', '.join(FAMILY_BUILDERS)} "
+            "(or upgrade seq2seq)"
+        )
+    return family
+
+
+def build_from_config(config: dict[str, Any]) -> nn.Module:
+    """Rebuild a model from its saved `config` (a checkpoint's model_config), whatever its family."""
+    builder = FAMILY_BUILDERS[family_of(config)]
+    return builder(**{key: value for key, value in config.items() if key != "family"})
 
 
 def count_parameters(model: nn.Module, *, trainable_only: bool = True) -> int:

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.errors import UserError
 
-SIZE_KEYS = ("d_model", "n_heads", "ffn_dim", "encoder_layers", "decoder_layers")
+SIZE_KEYS = ("d_model", "n_heads", "ffn_dim", "encoder_layers", "decoder_layers", "layers")
 
 
 def model_config_dir() -> Path:
@@ -60,6 +60,7 @@ def model_config(name: str) -> dict[str, Any]:
 
 
 def model_size(name: str) -> dict[str, int]:
-    """The named size's dimensions and depths: d_model, n_heads, ffn_dim, encoder_layers, decoder_layers."""
+    """The named size's dimensions and depths: d_model, n_heads, ffn_dim, and encoder_layers and
+    decoder_layers (encoder-decoder) or layers (decoder-only)."""
     config = model_config(name)
-    return {key: config[key] for key in SIZE_KEYS}
+    return {key: config[key] for key in SIZE_KEYS if key in config}

@@ -53,8 +53,14 @@ class PositionScheme(nn.Module):
             self.rotary = RotaryEmbedding(d_model // n_heads)
         self.register_buffer("slopes", alibi_slopes(n_heads) if kind == "alibi" else None, persistent=False)
 
+    @property
+    def is_absolute(self) -> bool:
+        """Whether positions are added to the embeddings (sinusoidal, learned) rather than distances
+        entering attention (RoPE, ALiBi)."""
+        return self.absolute is not None
+
     def embed(self, x: Tensor, positions: Tensor) -> Tensor:
-        """Add absolute positions if this scheme has them. Shapes: x (B, T, D), positions (T,)."""
+        """Add absolute positions if this scheme has them. Shapes: x (B, T, D), positions (T,) or (B, T)."""
         return x if self.absolute is None else x + self.absolute(positions).to(x.dtype)
 
     def self_context(
@@ -65,11 +71,13 @@ class PositionScheme(nn.Module):
         q_positions: Tensor,
         k_positions: Tensor,
         packing: Packing | None = None,
+        prefix: int = 0,
     ) -> AttentionContext:
         rope = self.rotary(q_positions) if self.rotary is not None else None
         return AttentionContext(
             keep=keep,
             causal=causal,
+            prefix=prefix,
             rope=rope,
             alibi_slopes=self.slopes,
             q_positions=q_positions,
@@ -86,7 +94,7 @@ class PositionScheme(nn.Module):
         )
 
 
-class _Stack(nn.Module):
+class Stack(nn.Module):
     """Shared plumbing: embedding + positions + dropout, layers with optional checkpointing, final norm."""
 
     def __init__(
@@ -117,7 +125,7 @@ class _Stack(nn.Module):
         return layer(*args)
 
 
-class Encoder(_Stack):
+class Encoder(Stack):
     def forward(self, src: Tensor, keep: Tensor) -> Tensor:
         """Shapes: src (B, S), keep (B, S) -> (B, S, D).
 
@@ -138,7 +146,7 @@ class Encoder(_Stack):
         return x if packing is None else packing.unpack(x)
 
 
-class Decoder(_Stack):
+class Decoder(Stack):
     def __init__(self, *args: Any, downsampler: MemoryDownsampler, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.downsampler = downsampler
@@ -200,6 +208,8 @@ class Decoder(_Stack):
 class Seq2Seq(nn.Module):
     """Encoder-decoder Transformer. `config` holds the builder arguments (saved in checkpoints)."""
 
+    family = "encoder_decoder"
+
     def __init__(
         self,
         encoder: Encoder,
@@ -259,6 +269,14 @@ class Seq2Seq(nn.Module):
         """Logits for the token after `prev_tokens`. Shapes: prev_tokens (N, t) -> (N, V)."""
         hidden = self.decoder.step(prev_tokens, state)  # (N, t, D)
         return self.output(hidden[:, -1]), state
+
+    def output_room(self, src: Tensor) -> Tensor:
+        """Output tokens (before eos) the decoder's positions hold: max_positions - 1 (bos takes one).
+
+        Shapes: src (B, S) -> (B,).
+        """
+        room = int(self.config.get("max_positions", 1024)) - 1
+        return torch.full((src.shape[0],), room, dtype=torch.long, device=src.device)
 
     @torch.no_grad()
     def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:

@@ -23,6 +23,7 @@ class AttentionContext:
 
     keep:         (B, Tk) True = attend, or None when every key is real.
     causal:       queries see only earlier keys (bottom-right aligned for cached decoding).
+    prefix:       with causal, every query also sees the first `prefix` keys (prefix LM).
     rope:         cos, sin tables (Tq, Dh) for the new tokens' positions, or None.
     alibi_slopes: (H,) per-head slopes, or None.
     q_positions:  (Tq,) positions of the queries; k_positions: (Tk,) of all keys (cache included).
@@ -31,6 +32,7 @@ class AttentionContext:
 
     keep: Tensor | None = None
     causal: bool = False
+    prefix: int = 0
     rope: tuple[Tensor, Tensor] | None = None
     alibi_slopes: Tensor | None = None
     q_positions: Tensor | None = None
@@ -112,7 +114,7 @@ class SelfAttention(nn.Module):
         dropout_p = self.dropout if self.training else 0.0
         tq, tk = q.shape[-2], k.shape[-2]
         window = self.window
-        if window is not None and tq == tk and tq > 2 * window:
+        if window is not None and tq == tk and tq > 2 * window and not context.prefix:
             return local_attend(
                 q,
                 k,
@@ -138,6 +140,7 @@ class SelfAttention(nn.Module):
             keep=keep,
             causal=context.causal,
             window=window,
+            prefix=context.prefix,
             bias=bias,
             dropout_p=dropout_p,
             attention_backend=self.attention_backend,

@@ -4,6 +4,8 @@ Every backend computes softmax(q k^T / sqrt(Dh) + bias) v over the keys that are
     keep:   True = attend. (B, Tk) for key padding or (B, Tq, Tk) for per-query masks.
     causal: a flag, bottom-right aligned: query i sees keys j <= i + (Tk - Tq), so a single
             cached decoding step (Tq = 1) sees every key.
+    prefix: with causal, the first `prefix` keys are seen by every query (a prefix LM: the source of
+            a decoder-only model attends bidirectionally, its target causally).
     window: local attention of width W: query i sees keys at distance < W (causal: the W most
             recent keys, itself included).
 A query that sees no key at all (possible only at padded positions) outputs zeros on every backend.
@@ -52,9 +54,17 @@ def xformers_usable(q: Tensor) -> tuple[bool, str]:
 
 
 def build_keep(
-    keep: Tensor | None, *, causal: bool, window: int | None, tq: int, tk: int, device: torch.device
+    keep: Tensor | None,
+    *,
+    causal: bool,
+    window: int | None,
+    tq: int,
+    tk: int,
+    device: torch.device,
+    prefix: int = 0,
 ) -> Tensor | None:
-    """Combine key padding, causality and window into one boolean mask (None = attend to everything).
+    """Combine key padding, causality (with its bidirectional prefix) and window into one boolean mask
+    (None = attend to everything).
 
     Shapes:
         keep: (B, Tk) or (B, Tq, Tk) or None -> (B or 1, 1, Tq, Tk) or None
@@ -66,6 +76,7 @@ def build_keep(
         structural = torch.ones(tq, tk, dtype=torch.bool, device=device)
         if causal:
             structural = structural.tril(shift)
+            structural[:, :prefix] = True
         if window is not None:
             structural = structural.tril(shift + window - 1).triu(shift - window + 1)
         combined = structural[None, None]  # (1, 1, Tq, Tk)
@@ -83,6 +94,7 @@ def attend(
     keep: Tensor | None = None,
     causal: bool = False,
     window: int | None = None,
+    prefix: int = 0,
     bias: Tensor | None = None,
     dropout_p: float = 0.0,
     attention_backend: str = "sdpa",
@@ -95,7 +107,9 @@ def attend(
     if attention_backend == "xformers":
         usable, why = xformers_usable(q)
         if usable:
-            return _xformers(q, k, v, keep=keep, causal=causal, window=window, bias=bias, dropout_p=dropout_p)
+            return _xformers(
+                q, k, v, keep=keep, causal=causal, window=window, prefix=prefix, bias=bias, dropout_p=dropout_p
+            )
         _log_fallback(why)
         attention_backend = "sdpa"
     if attention_backend not in ATTENTION_BACKENDS:
@@ -115,10 +129,10 @@ def attend(
         and keep is None
         and bias is None
         and window is None
-        and (not causal or tq == tk)
+        and (not causal or (tq == tk and not prefix))
     ):
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=causal and tq > 1)
-    mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device)
+    mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device, prefix=prefix)
     if attention_backend == "manual":
         return manual_attention(q, k, v, mask=mask, bias=bias, dropout_p=dropout_p)
     if matmul_on_cpu:
@@ -258,10 +272,11 @@ def _xformers(
     window: int | None,
     bias: Tensor | None,
     dropout_p: float,
+    prefix: int = 0,
 ) -> Tensor:
     """xFormers memory-efficient attention; it wants (B, T, H, Dh) and an additive float bias."""
     tq, tk = q.shape[-2], k.shape[-2]
-    mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device)
+    mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device, prefix=prefix)
     attn_bias = None
     if mask is not None or bias is not None:
         shape = (q.shape[0], q.shape[1], tq, tk)

@@ -45,6 +45,12 @@ class KVCache:
         self.length += steps
         return self._k[:, :, : self.length], self._v[:, :, : self.length]
 
+    def contents(self) -> tuple[Tensor, Tensor]:
+        """Every key and value so far. Shapes: -> k, v (B, H, length, Dh)."""
+        if self._k is None:
+            raise RuntimeError("the cache is empty")
+        return self._k[:, :, : self.length], self._v[:, :, : self.length]
+
     def _grow(self, like: Tensor, needed: int) -> None:
         capacity = max(needed, 2 * self._k.shape[2] if self._k is not None else self.initial_capacity)
         batch, heads, _, head_dim = like.shape

@@ -77,9 +77,10 @@ class EncoderLayer(nn.Module):
         self.self_attn, self.ffn = self_attn, ffn
         self.attn_block, self.ffn_block = attn_block, ffn_block
 
-    def forward(self, x: Tensor, context: AttentionContext) -> Tensor:
-        """Shapes: x (B, S, D) -> (B, S, D)."""
-        x = self.attn_block(x, lambda h: self.self_attn(h, context))
+    def forward(self, x: Tensor, context: AttentionContext, cache: KVCache | None = None) -> Tensor:
+        """Shapes: x (B, S, D) -> (B, S, D). A decoder-only stack is made of these layers, with a
+        causal context and, while decoding, a cache (x then holds only the new tokens)."""
+        x = self.attn_block(x, lambda h: self.self_attn(h, context, cache))
         return self.ffn_block(x, self.ffn)
 
 

@@ -1,8 +1,10 @@
 """Position information: absolute (added to embeddings), rotary (rotates q and k), ALiBi (additive bias).
 
-Positions are always explicit LongTensors of shape (T,), shared by the batch: sequences are
-right-padded, so token t sits at position t in every row. During cached decoding the caller
-passes the step offset, which keeps incremental and full computation identical.
+Positions are explicit LongTensors of shape (T,), shared by the batch: sequences are right-padded,
+so token t sits at position t in every row. During cached decoding the caller passes the step offset,
+which keeps incremental and full computation identical. Absolute positions may also be (B, T), one
+row per sequence: a decoder-only model left-pads its sources, so a row's first token sits at a
+per-row column (RoPE and ALiBi depend only on distances and keep using columns).
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ def sinusoid_table(positions: Tensor, dim: int) -> Tensor:
     """The "Attention Is All You Need" encoding, computed on the fly for any position.
 
     Shapes:
-        positions: (T,) -> (T, dim); first half sines, second half cosines (tensor2tensor layout).
+        positions: (T,) or (B, T) -> (T, dim) or (B, T, dim); first half sines, second half cosines
+        (tensor2tensor layout).
     """
     half = dim // 2
     inv_freq = torch.exp(
         torch.arange(half, device=positions.device, dtype=torch.float32) * (-math.log(10000.0) / half)
     )
-    angles = positions.to(torch.float32)[:, None] * inv_freq[None, :]  # (T, dim/2)
-    table = torch.cat([angles.sin(), angles.cos()], dim=-1)  # (T, 2*(dim/2))
+    angles = positions.to(torch.float32)[..., None] * inv_freq  # (..., T, dim/2)
+    table = torch.cat([angles.sin(), angles.cos()], dim=-1)  # (..., T, 2*(dim/2))
     if dim % 2:
         table = nn.functional.pad(table, (0, 1))
     return table
@@ -38,7 +41,7 @@ class SinusoidalPositions(nn.Module):
         self.dim = dim
 
     def forward(self, positions: Tensor) -> Tensor:
-        """Shapes: positions (T,) -> (T, D)."""
+        """Shapes: positions (T,) or (B, T) -> (T, D) or (B, T, D)."""
         return sinusoid_table(positions, self.dim)
 
 
@@ -52,7 +55,7 @@ class LearnedPositions(nn.Module):
         nn.init.normal_(self.table.weight, mean=0.0, std=dim**-0.5)
 
     def forward(self, positions: Tensor) -> Tensor:
-        """Shapes: positions (T,) -> (T, D)."""
+        """Shapes: positions (T,) or (B, T) -> (T, D) or (B, T, D)."""
         if positions.numel() and int(positions.max()) >= self.max_positions:
             raise ValueError(
                 f"position {int(positions.max())} exceeds max_positions={self.max_positions}; "

@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from torch import nn
 
 from seq2seq.data.collate import Batch
+
+
+@dataclass(frozen=True)
+class TrainingLoss:
+    """The token loss (hidden, output_weight, labels) -> LossOutput, and the objective's own settings.
+
+    source_weight: a decoder-only model's source language-model term, added to the loss sum with this
+    weight (0: the loss is on target tokens only). The term is normalised, like the target's, by the
+    batch's target tokens, and perplexity stays the target's.
+    """
+
+    token_loss: Callable[..., Any]
+    source_weight: float = 0.0
+
+    def __call__(self, hidden: Any, output_weight: Any, labels: Any) -> Any:
+        return self.token_loss(hidden, output_weight, labels)
 
 
 def batch_loss(model: nn.Module, batch: Batch, loss_fn: Callable[..., Any], *, pad_id: int) -> Any:
@@ -20,6 +37,13 @@ def batch_loss(model: nn.Module, batch: Batch, loss_fn: Callable[..., Any], *, p
     (N,) labels.
     """
     keep = batch.tgt_out != pad_id  # (B, T)
-    hidden = model(batch.src, batch.tgt_in, output_keep=keep, project=False)  # (N, D)
     output_weight = getattr(model, "module", model).output.weight  # (V, D); DDP keeps the model in .module
-    return loss_fn(hidden, output_weight, batch.tgt_out[keep])
+    source_weight = getattr(loss_fn, "source_weight", 0.0)
+    if not source_weight:
+        hidden = model(batch.src, batch.tgt_in, output_keep=keep, project=False)  # (N, D)
+        return loss_fn(hidden, output_weight, batch.tgt_out[keep])
+    hidden, source_hidden = model(batch.src, batch.tgt_in, output_keep=keep, project=False, source_lm=True)
+    out = loss_fn(hidden, output_weight, batch.tgt_out[keep])
+    next_source = batch.src[:, 1:]  # (B, S - 1): what source positions 0 .. S-2 predict
+    source = loss_fn(source_hidden, output_weight, next_source[next_source != pad_id])  # (M, D) states
+    return out._replace(loss_sum=out.loss_sum + source_weight * source.loss_sum)

@@ -82,10 +82,13 @@ def test_building_block_defaults_agree_with_base_yaml(function: Any, keyword: st
     assert keyword_defaults(function)[keyword] == base_yaml()[setting]
 
 
+ENCODER_DECODER_SIZES = ["base", "big", "small", "tiny"]
+
+
 def test_sizes_are_diffs_on_top_of_base() -> None:
     base = base_yaml()
-    assert size_names() == ["base", "big", "small", "tiny"]
-    for name in size_names():
+    assert size_names() == sorted(ENCODER_DECODER_SIZES + ["decoder_only", "decoder_only_tiny"])
+    for name in ENCODER_DECODER_SIZES:
         if name == "base":
             continue
         own = OmegaConf.to_container(OmegaConf.load(model_config_dir() / f"{name}.yaml"))
@@ -102,7 +105,7 @@ def test_model_config_reads_what_hydra_composes(name: str) -> None:
         composed = OmegaConf.to_container(compose("train", overrides=[f"model={name}"]).model)
     composed.pop("_target_")
     assert model_config(name) == composed
-    assert model_size(name) == {key: composed[key] for key in SIZE_KEYS}
+    assert model_size(name) == {key: composed[key] for key in SIZE_KEYS if key in composed}
 
 
 def test_sizes_keep_base_values_they_do_not_set() -> None:
@@ -114,7 +117,7 @@ def test_sizes_keep_base_values_they_do_not_set() -> None:
 
 def test_an_unknown_size_is_a_one_line_error() -> None:
     with pytest.raises(
-        ValueError, match=r"model size 'huge' does not exist; choose one of base, big, small, tiny"
+        ValueError, match=r"model size 'huge' does not exist; choose one of base, big, decoder_only, decoder_only_tiny, small, tiny"
     ):
         model_size("huge")
 
