@@ -44,7 +44,9 @@ class TokenBatchSampler:
         joint_sequence: bool = False,
     ) -> None:
         """`joint_sequence`: a pair is one sequence, source then target (a decoder-only model), so a
-        batch costs n * (S + T) tokens instead of n * max(S, T), and pairs are sorted by S + T."""
+        batch costs n * (S + T) tokens instead of n * max(S, T). Pairs are sorted as for the
+        encoder-decoder, by the longer side: that wastes less padding than sorting by S + T (a batch
+        of equal sums still mixes short sources with long targets, and S and T are padded apart)."""
         # Any integer type: int32 lengths stay int32 (4 bytes a pair), the batch costs are computed in int64.
         self.src_lengths = np.asarray(src_lengths)
         self.tgt_lengths = np.asarray(tgt_lengths)
@@ -146,12 +148,13 @@ class TokenBatchSampler:
         return np.maximum(self.src_lengths, self.tgt_lengths)
 
     def _order(self, epoch: int) -> np.ndarray:
-        """Indices sorted by (size, target, source length); ties broken at random when shuffling."""
+        """Indices sorted by (longer side, target, source length); ties broken at random when shuffling."""
         if self.shuffle:
             ties = np.random.default_rng([self.seed, epoch, 0]).random(len(self.src_lengths))
         else:
             ties = np.arange(len(self.src_lengths))
-        return np.lexsort((ties, self.src_lengths, self.tgt_lengths, self._sizes()))
+        longer = np.maximum(self.src_lengths, self.tgt_lengths)
+        return np.lexsort((ties, self.src_lengths, self.tgt_lengths, longer))
 
 
 def _pack(

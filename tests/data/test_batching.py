@@ -127,6 +127,26 @@ def test_padding_waste_is_small_on_verse_like_lengths():
         assert waste <= 0.10, f"padding waste {waste:.3f} at max_tokens={max_tokens}"
 
 
+def test_joint_sequences_count_source_plus_target_against_the_budget():
+    """A decoder-only model's batch is n rows of S + T columns (source, then target)."""
+    src, tgt = _lengths()
+    sampler = TokenBatchSampler(src, tgt, max_tokens=1000, seed=3, joint_sequence=True)
+    batches = list(sampler)
+    assert all(len(b) * (src[b].max() + tgt[b].max()) <= 1000 for b in batches)
+    assert max(len(b) * (src[b].max() + tgt[b].max()) for b in batches) > 900  # the budget is used
+    assert sorted(itertools.chain.from_iterable(batches)) == list(range(len(src)))
+    plain = TokenBatchSampler(src, tgt, max_tokens=1000, seed=3)
+    assert len(sampler) > 1.5 * len(plain)  # about twice the batches for the same budget
+
+
+def test_joint_sequence_padding_waste_stays_as_low_as_the_encoder_decoders():
+    src, tgt = _lengths(5000)
+    for max_tokens in (4096, 8192):
+        joint = TokenBatchSampler(src, tgt, max_tokens=max_tokens, seed=0, joint_sequence=True)
+        waste = padding_waste(joint.batches(0), src, tgt)
+        assert waste <= 0.10, f"padding waste {waste:.3f} at max_tokens={max_tokens}"
+
+
 def test_padding_waste_counts_both_sides():
     src, tgt = np.array([2, 4]), np.array([3, 3])
     assert padding_waste([[0, 1]], src, tgt) == pytest.approx(1 - 12 / 14)

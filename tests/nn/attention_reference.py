@@ -12,13 +12,23 @@ from torch import Tensor
 
 
 def visible(
-    b: int, i: int, j: int, *, tq: int, tk: int, keep: Tensor | None, causal: bool, window: int | None
+    b: int,
+    i: int,
+    j: int,
+    *,
+    tq: int,
+    tk: int,
+    keep: Tensor | None,
+    causal: bool,
+    window: int | None,
+    prefix: int = 0,
 ) -> bool:
-    """Whether query i of row b may attend to key j (queries are bottom-right aligned to keys)."""
+    """Whether query i of row b may attend to key j (queries are bottom-right aligned to keys; with
+    causal, the first `prefix` keys are seen by every query)."""
     query_position = i + (tk - tq)
     if keep is not None and not bool(keep[b, j] if keep.dim() == 2 else keep[b, i, j]):
         return False
-    if causal and j > query_position:
+    if causal and j > query_position and j >= prefix:
         return False
     return window is None or abs(query_position - j) < window
 
@@ -31,6 +41,7 @@ def loop_attention(
     keep: Tensor | None = None,
     causal: bool = False,
     window: int | None = None,
+    prefix: int = 0,
     bias: Tensor | None = None,
 ) -> Tensor:
     """softmax(q.k / sqrt(Dh) + bias) v over visible keys, one query row at a time; empty rows are zero.
@@ -49,7 +60,7 @@ def loop_attention(
                 cols = [
                     j
                     for j in range(tk)
-                    if visible(b, i, j, tq=tq, tk=tk, keep=keep, causal=causal, window=window)
+                    if visible(b, i, j, tq=tq, tk=tk, keep=keep, causal=causal, window=window, prefix=prefix)
                 ]
                 if not cols:
                     continue

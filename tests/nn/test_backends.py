@@ -27,6 +27,7 @@ class Case:
     causal: bool = False
     window: int | None = None
     alibi: bool = False
+    prefix: int = 0  # with causal: keys every query sees (a prefix LM's source)
 
 
 CASES = [
@@ -43,6 +44,9 @@ CASES = [
     Case("padding_causal_window_alibi", lengths=(7, 5), causal=True, window=3, alibi=True),
     Case("per_query_keep_alibi", per_query_keep=True, alibi=True),
     Case("per_query_keep_causal_window", tq=4, tk=6, per_query_keep=True, causal=True, window=4),
+    Case("prefix_lm", causal=True, prefix=3),
+    Case("prefix_lm_padding_alibi", lengths=(7, 5), causal=True, prefix=4, alibi=True),
+    Case("prefix_lm_window", causal=True, prefix=4, window=3),
 ]
 
 
@@ -71,7 +75,7 @@ def inputs(case: Case, *, seed: int = 0) -> tuple[torch.Tensor, ...]:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_backend_matches_manual_and_loop_reference(case: Case, backend: str) -> None:
     q, k, v, keep, bias = inputs(case)
-    kwargs = {"keep": keep, "causal": case.causal, "window": case.window, "bias": bias}
+    kwargs = {"keep": keep, "causal": case.causal, "window": case.window, "bias": bias, "prefix": case.prefix}
     out = attend(q, k, v, attention_backend=backend, **kwargs)
     assert out.shape == (2, HEADS, case.tq, 8)
     torch.testing.assert_close(out, attend(q, k, v, attention_backend="manual", **kwargs), **TOL)
@@ -163,6 +167,12 @@ def test_build_keep_combines_padding_causality_and_window_bottom_right() -> None
     assert torch.equal(mask[0, 0], expected_full)
     assert torch.equal(mask[1, 0], expected_full & keep[1])
     assert build_keep(None, causal=False, window=None, tq=2, tk=5, device=torch.device("cpu")) is None
+
+
+def test_build_keep_prefix_lets_every_query_see_the_first_keys() -> None:
+    mask = build_keep(None, causal=True, window=None, tq=4, tk=4, device=torch.device("cpu"), prefix=2)
+    expected = torch.tensor([[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
+    assert torch.equal(mask[0, 0], expected)
 
 
 def test_unknown_backend_is_rejected() -> None:
