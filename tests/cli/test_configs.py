@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from seq2seq.cli.common import config_dir
 from seq2seq.cli.schemas import register_schemas
-from seq2seq.cli.train import build_loss, check_targets
+from seq2seq.cli.train import build_loss, check_family_settings, check_targets, model_family
 from seq2seq.errors import UserError
 from seq2seq.train.schedules import ScheduledLR
 
@@ -60,7 +60,7 @@ def test_every_option_composes_and_instantiates(group: str, option: str) -> None
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
     hidden = model(torch.tensor([[5, 3]]), torch.tensor([[2, 6]]), project=False)  # (1, 2, D)
-    loss = instantiate(cfg.loss)(hidden, model.output.weight, torch.tensor([[6, 3]]), pad_id=0)
+    loss = build_loss(cfg.loss, pad_id=0)(hidden, model.output.weight, torch.tensor([[6, 3]]))
     assert torch.isfinite(loss.loss_sum)
     assert scheduler.get_last_lr()[0] > 0
 
@@ -97,6 +97,23 @@ def test_a_logits_level_loss_target_is_a_one_line_error() -> None:
     cfg = compose_train("loss._target_=seq2seq.train.loss.label_smoothed_nll")
     with pytest.raises(UserError, match=r"must take \(hidden, output_weight, target"):
         build_loss(cfg.loss, pad_id=0)
+
+
+def test_family_settings_are_one_line_errors_before_any_data_is_read() -> None:
+    cases = [
+        (("model=decoder_only", "data.tokenizer.joint=false"), "set data.tokenizer.joint=true"),
+        (("loss.source_weight=0.1",), "only model=decoder_only has"),
+        (("model=decoder_only", "model.prefix_lm=true", "loss.source_weight=0.1"), "needs a causal model"),
+    ]
+    for overrides, message in cases:
+        cfg = compose_train(*overrides)
+        with pytest.raises(UserError, match=message):
+            check_family_settings(cfg, model_family(cfg.model))
+    decoder_only = compose_train("model=decoder_only", "loss.source_weight=0.1")
+    assert model_family(decoder_only.model) == "decoder_only"
+    check_family_settings(decoder_only, "decoder_only")  # allowed
+    assert build_loss(decoder_only.loss, pad_id=0).source_weight == 0.1
+    assert model_family(compose_train().model) == "encoder_decoder"
 
 
 def test_the_configured_losses_take_states_weight_and_target() -> None:
