@@ -1,5 +1,8 @@
 """seq2seq-export: a trained checkpoint -> a model directory for an inference engine (CTranslate2).
 
+Either family exports with the same command: an encoder-decoder for CTranslate2's Translator, a causal
+decoder-only model for its Generator (seq2seq.export.ctranslate2 reads the family from the checkpoint).
+
 seq2seq-export checkpoint=runs/quickstart/best.pt output=exported/bible quantization=int8
 """
 
@@ -14,6 +17,7 @@ from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
 from seq2seq.cli.common import config_dir, exit_on_user_error
+from seq2seq.decode.exported import read_metadata
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
 
@@ -31,8 +35,9 @@ def export(cfg: DictConfig) -> Path:
         checkpoint, output, quantization=str(cfg.quantization), force=bool(cfg.force)
     )
     size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
-    log.info("exported %s to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",
-             checkpoint, written, cfg.quantization, size, cfg.output)  # fmt: skip
+    family = read_metadata(written)["family"]  # which CTranslate2 class will run it
+    log.info("exported %s (%s) to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",
+             checkpoint, family, written, cfg.quantization, size, cfg.output)  # fmt: skip
     return written
 
 

@@ -2,6 +2,8 @@
 
 Both take sources as token ids ending in eos and return n-best Hypothesis lists, so the Translator's
 input policy, batching by token budget and output formatting are the same whatever runs the model.
+An exported encoder-decoder runs in CTranslate2's Translator, an exported decoder-only model in its
+Generator; the two share the batching loop and the settings, and differ in how one batch is run.
 CTranslate2 is an optional dependency (`pip install seq2seq[export]`), imported only when used.
 """
 
@@ -50,12 +52,12 @@ class TorchEngine:
 
 
 class CTranslate2Engine:
-    """An exported model run by CTranslate2's Translator, with our search settings mapped onto its own.
+    """An exported encoder-decoder run by CTranslate2's Translator, our search settings mapped onto its own.
 
     Differences a user may see: CTranslate2 normalises beam scores by length ** length_penalty (ours
-    uses the GNMT penalty), and its output limit is one number per call, so each token-budget batch
-    gets the largest limit floor(max_len_a * length + max_len_b) of its sentences, capped at
-    max_positions - 1 like ours.
+    uses the GNMT penalty) and gives forced prefix tokens no score, and its output limit is one number
+    per call, so each token-budget batch gets the largest limit floor(max_len_a * length + max_len_b)
+    of its sentences, within every sentence's room in the model's positions (`batch_limit`).
     """
 
     name = "ctranslate2"
@@ -65,14 +67,18 @@ class CTranslate2Engine:
         max_positions: int, compute_type: str = "default",
     ) -> None:  # fmt: skip
         """`compute_type` "default" runs the weights as exported (e.g. int8); see CTranslate2's Translator."""
-        ctranslate2 = import_ctranslate2()
-        self.translator = ctranslate2.Translator(
+        runner = self._runner_class(import_ctranslate2())
+        self.runner = runner(
             str(directory), device=device.type, device_index=device.index or 0, intra_threads=threads,
             compute_type=compute_type,
         )  # fmt: skip
         self.src_tokenizer, self.tgt_tokenizer = tokenizers
         self.ids, self.max_positions = SpecialIds.of(self.tgt_tokenizer), max_positions
         self.model, self.device = None, device
+
+    @staticmethod
+    def _runner_class(ctranslate2: Any) -> Any:
+        return ctranslate2.Translator
 
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
@@ -84,44 +90,119 @@ class CTranslate2Engine:
             import_ctranslate2().set_random_seed(options.seed)
         for batch in length_sorted_batches([len(sources[i]) for i in todo], max_tokens):
             indices = [todo[i] for i in batch]
-            limit = max(math.floor(options.max_len_a * len(sources[i]) + options.max_len_b) for i in indices)
-            limit = min(limit, self.max_positions - 1)  # the exported position table has max_positions rows
-            pieces = [_pieces(self.src_tokenizer, sources[i][:-1]) for i in indices]  # CTranslate2 adds eos
-            prefix = None if prefixes is None else [_pieces(self.tgt_tokenizer, prefixes[i]) for i in indices]
-            settings = _settings(options, max(limit, 0))
-            settings["suppress_sequences"] = [
-                [_pieces(self.tgt_tokenizer, [i])[0]] for i in (self.ids.pad, self.ids.bos)
-            ]
-            outputs = self.translator.translate_batch(pieces, prefix, **settings)
-            for index, output in zip(indices, outputs):
-                results[index] = [self._hypothesis(h, s) for h, s in zip(output.hypotheses, output.scores)]
+            forced = None if prefixes is None else [list(prefixes[i]) for i in indices]
+            outputs = self._search_batch([sources[i] for i in indices], forced, options)
+            for index, nbest in zip(indices, outputs):
+                results[index] = nbest
             if on_batch is not None:
                 on_batch(len(indices))
         return results
+
+    def _search_batch(
+        self, sources: list[list[int]], forced: list[list[int]] | None, options: SearchOptions
+    ) -> list[list[Hypothesis]]:
+        """One translate_batch call: sources without eos (CTranslate2 adds it); a forced prefix is its
+        target_prefix, returned with the output and counted in its length limit like ours."""
+        limit = batch_limit(options, [len(s) for s in sources], [self.max_positions - 1] * len(sources))
+        pieces = [_pieces(self.src_tokenizer, source[:-1]) for source in sources]
+        prefix = None if forced is None else [_pieces(self.tgt_tokenizer, p) for p in forced]
+        settings = {
+            **self._settings(options), "max_decoding_length": limit,
+            "min_decoding_length": min(options.min_len, limit), "max_input_length": 0,
+        }  # fmt: skip
+        outputs = self.runner.translate_batch(pieces, prefix, **settings)
+        return [[self._hypothesis(h, s) for h, s in zip(o.hypotheses, o.scores)] for o in outputs]
+
+    def _settings(self, options: SearchOptions) -> dict[str, Any]:
+        """The keywords Translator.translate_batch and Generator.generate_batch share: sampling draws
+        `nbest` samples like ours; pad and bos are never output, as in ours."""
+        settings: dict[str, Any] = {
+            "beam_size": 1 if options.sampling else options.beam_size, "num_hypotheses": options.nbest,
+            "length_penalty": options.length_penalty, "no_repeat_ngram_size": options.no_repeat_ngram_size,
+            "return_scores": True,
+            "suppress_sequences": [_pieces(self.tgt_tokenizer, [i]) for i in (self.ids.pad, self.ids.bos)],
+        }  # fmt: skip
+        if options.sampling:
+            settings.update(
+                sampling_topk=options.top_k,
+                sampling_topp=options.top_p,
+                sampling_temperature=options.temperature,
+            )
+        return settings
 
     def _hypothesis(self, pieces: list[str], score: float) -> Hypothesis:
         tokens = [self.tgt_tokenizer.piece_to_id(piece) for piece in pieces]
         return Hypothesis(tokens=tokens, score=float(score), log_prob=float(score))
 
 
+class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
+    """An exported decoder-only model run by CTranslate2's Generator.
+
+    The prompt is what our DecoderOnly reads before its first output: the source with its eos, the tag
+    (bos), then a forced prefix if any. Only the tokens after the prompt are generated, scored and
+    counted in the limit; the prefix is put back in front of them, so outputs mean what ours mean.
+    A sentence's room is what the model's positions leave after its prompt (DecoderOnly.output_room).
+    """
+
+    @staticmethod
+    def _runner_class(ctranslate2: Any) -> Any:
+        return ctranslate2.Generator
+
+    def _search_batch(
+        self, sources: list[list[int]], forced: list[list[int]] | None, options: SearchOptions
+    ) -> list[list[Hypothesis]]:
+        forced = forced if forced is not None else [[] for _ in sources]
+        rooms = [self._room(source, prefix) for source, prefix in zip(sources, forced)]
+        # Both limits count the tokens after the prompt, a forced prefix being part of it; ours count
+        # the prefix too, hence the shift (exact when the batch's prefixes are equally long, e.g. none).
+        already = [len(prefix) for prefix in forced]
+        limit = batch_limit(options, [len(s) for s in sources], rooms, already=already)
+        prompts = [
+            _pieces(self.src_tokenizer, source) + _pieces(self.tgt_tokenizer, [self.ids.bos, *prefix])
+            for source, prefix in zip(sources, forced)
+        ]
+        settings = {
+            **self._settings(options), "include_prompt_in_result": False, "max_length": limit,
+            "min_length": min(max(options.min_len - max(already), 0), limit),
+        }  # fmt: skip
+        outputs = self.runner.generate_batch(prompts, **settings)
+        results = []
+        for prefix, output in zip(forced, outputs):
+            start = _pieces(self.tgt_tokenizer, prefix)
+            results.append([self._hypothesis(start + h, s) for h, s in zip(output.sequences, output.scores)])
+        return results
+
+    def _room(self, source: list[int], prefix: list[int]) -> int:
+        """Output tokens after `prefix` that the positions left by `source <tag> prefix` allow."""
+        room = self.max_positions - len(source) - 1
+        if room < 0:
+            raise UserError(
+                f"a source of {len(source)} tokens leaves no room for output in the model's "
+                f"{self.max_positions} positions; shorten the input or split it"
+            )
+        if len(prefix) > room:
+            raise UserError(
+                f"a forced prefix of {len(prefix)} tokens does not fit the {room} positions its source "
+                "leaves; shorten the prefix"
+            )
+        return room - len(prefix)
+
+
 def _pieces(tokenizer: Tokenizer, ids: Sequence[int]) -> list[str]:
     return [tokenizer.id_to_piece(i) for i in ids]
 
 
-def _settings(options: SearchOptions, limit: int) -> dict[str, Any]:
-    """translate_batch keywords for `options`; sampling draws `nbest` samples like ours, and the length
-    limit wins over min_len, as in ours."""
-    settings: dict[str, Any] = {
-        "beam_size": 1 if options.sampling else options.beam_size, "num_hypotheses": options.nbest,
-        "length_penalty": options.length_penalty, "max_decoding_length": limit,
-        "min_decoding_length": min(options.min_len, limit),
-        "no_repeat_ngram_size": options.no_repeat_ngram_size, "return_scores": True, "max_input_length": 0,
-    }  # fmt: skip
-    if options.sampling:
-        settings.update(
-            sampling_topk=options.top_k, sampling_topp=options.top_p, sampling_temperature=options.temperature
-        )
-    return settings
+def batch_limit(
+    options: SearchOptions, lengths: Sequence[int], rooms: Sequence[int], already: Sequence[int] | None = None
+) -> int:
+    """The one output limit of a CTranslate2 call: the largest floor(max_len_a * length + max_len_b) of
+    its sentences (less the `already` forced tokens it does not count), within every sentence's room.
+
+    Ours gives every sentence its own limit; this equals it whenever the batch's limits are equal.
+    """
+    already = already if already is not None else [0] * len(lengths)
+    rules = [math.floor(options.max_len_a * n + options.max_len_b) - a for n, a in zip(lengths, already)]
+    return max(0, min(max(rules), min(rooms)))
 
 
 def import_ctranslate2() -> Any:

@@ -2,7 +2,8 @@
 
 <dir>/model.bin, config.json, *vocabulary*   CTranslate2's own files
 <dir>/source.spm.model, target.spm.model     our sentencepiece models (one file, spm.model, when joint)
-<dir>/seq2seq.json                           what a Translator needs besides: step, limits, settings, and
+<dir>/seq2seq.json                           what a Translator needs besides: the model family (which
+                                             CTranslate2 class runs it), step, limits, settings, and
                                              `decoding`, the model's own tuned search settings if any
 """
 
@@ -16,13 +17,17 @@ from typing import Any
 import torch
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.engines import CTranslate2Engine
+from seq2seq.decode.engines import CTranslate2DecoderOnlyEngine, CTranslate2Engine
 from seq2seq.errors import UserError
+from seq2seq.model.decoder_only import FAMILY as DECODER_ONLY
 
 METADATA_FILE = "seq2seq.json"
 FORMAT = "seq2seq-ctranslate2"
 VERSION = 1
 JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER = "spm.model", "source.spm.model", "target.spm.model"
+ENCODER_DECODER = "encoder_decoder"  # the family of exports that record none (written before decoder-only)
+# The engine that runs each family's export: CTranslate2's Translator, or its Generator.
+FAMILY_ENGINES = {ENCODER_DECODER: CTranslate2Engine, DECODER_ONLY: CTranslate2DecoderOnlyEngine}
 
 
 @dataclass
@@ -46,21 +51,27 @@ def read_metadata(directory: Path) -> dict[str, Any]:
             f"{directory}/{METADATA_FILE} is format {metadata.get('format')!r} version "
             f"{metadata.get('version')!r}, not {FORMAT} {VERSION}; export the model again with seq2seq-export"
         )
+    if metadata.setdefault("family", ENCODER_DECODER) not in FAMILY_ENGINES:
+        raise UserError(
+            f"{directory}/{METADATA_FILE} holds a {metadata['family']!r} model, which this version runs "
+            f"only for {', '.join(FAMILY_ENGINES)}; upgrade seq2seq to translate with it"
+        )
     return metadata
 
 
 def load_exported(
     directory: Path, *, device: torch.device, precision: str = "fp32", threads: int | None = None
 ) -> ExportedModel:
-    """The exported model in `directory` behind a CTranslate2Engine, with its tokenizers. precision="bf16"
-    computes in bfloat16 whatever the export's quantization; "fp32" runs the weights as exported."""
+    """The exported model in `directory` behind its family's CTranslate2 engine, with its tokenizers.
+    precision="bf16" computes in bfloat16 whatever the export's quantization; "fp32" runs the weights
+    as exported."""
     metadata = read_metadata(directory)
     if metadata["joint"]:
         src_tokenizer = tgt_tokenizer = Tokenizer.from_file(directory / JOINT_TOKENIZER)
     else:
         src_tokenizer = Tokenizer.from_file(directory / SOURCE_TOKENIZER)
         tgt_tokenizer = Tokenizer.from_file(directory / TARGET_TOKENIZER)
-    engine = CTranslate2Engine(
+    engine = FAMILY_ENGINES[metadata["family"]](
         directory, (src_tokenizer, tgt_tokenizer), device=device, threads=threads or torch.get_num_threads(),
         max_positions=int(metadata["max_positions"]),
         compute_type="bfloat16" if precision == "bf16" else "default",

@@ -1,10 +1,14 @@
-"""Export a checkpoint to CTranslate2: our weights placed into CTranslate2's own TransformerSpec.
+"""Export a checkpoint to CTranslate2: our weights placed into CTranslate2's own model specs.
 
-CTranslate2 runs the exported model in C++ (fp32, int8, bf16 on CPUs and GPUs). Our layout maps onto
-its spec directly: fused QKV (self-attention) and Q + fused KV (cross-attention) projections, one
-layer norm per sublayer (pre- or post-norm), relu / gelu / SwiGLU feed-forward, embeddings scaled by
-sqrt(d_model), absolute positions written out as a table, RoPE with the rotate-half layout, an output
-projection without bias. What the spec cannot express is refused, by name, before anything is written.
+CTranslate2 runs the exported model in C++ (fp32, int8, bf16 on CPUs and GPUs). An encoder-decoder
+becomes a TransformerSpec (run by its Translator), a decoder-only model a TransformerDecoderModelSpec
+(run by its Generator); the checkpoint's recorded family picks which. Our layout maps onto both
+directly: fused QKV (self-attention) and Q + fused KV (cross-attention) projections, one layer norm
+per sublayer (pre- or post-norm), relu / gelu / SwiGLU feed-forward, embeddings scaled by
+sqrt(d_model), absolute positions written out as a table, RoPE with the rotate-half layout, ALiBi
+(decoders only), an output projection without bias. A decoder-only model's layers are our encoder
+layers (self-attention + feed-forward), so both families fill them with the same code. What a spec
+cannot express is refused, by name, before anything is written.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +25,8 @@ import torch
 
 from seq2seq.decode.engines import import_ctranslate2
 from seq2seq.decode.exported import (
+    DECODER_ONLY,
+    ENCODER_DECODER,
     FORMAT,
     JOINT_TOKENIZER,
     METADATA_FILE,
@@ -30,17 +38,27 @@ from seq2seq.decode.loading import LoadedModel, load_for_inference
 from seq2seq.decode.tuned import PAYLOAD_KEY
 from seq2seq.errors import UserError
 from seq2seq.files import temporary_path
+from seq2seq.model import family_of
 from seq2seq.nn.positional import sinusoid_table
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16")
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every norm of our model uses
 
 
-def unsupported_settings(config: dict[str, Any]) -> list[str]:
-    """The settings of `config` (a checkpoint's model_config) that CTranslate2 cannot express."""
+@dataclass(frozen=True)
+class _Family:
+    """How one model family exports: its spec builder, the positional schemes that spec expresses (a
+    scheme added to our models later is refused until its mapping is written), its own refusals."""
+
+    name: str
+    spec: Callable[[LoadedModel, Any], Any]
+    positional: tuple[str, ...]
+    problems: Callable[[dict[str, Any]], list[str]]
+
+
+def _common_problems(config: dict[str, Any]) -> list[str]:
+    """What neither spec expresses: local windows, pooled cross-attention memory."""
     problems = []
-    if config.get("positional") == "alibi":
-        problems.append("model.positional=alibi (CTranslate2 has ALiBi in decoders only, not in the encoder)")
     if config.get("window") is not None:
         problems.append(f"model.window={config['window']} (local self-attention windows)")
     if int(config.get("cross_downsample", 1)) != 1:
@@ -48,6 +66,24 @@ def unsupported_settings(config: dict[str, Any]) -> list[str]:
             f"model.cross_downsample={config['cross_downsample']} (pooled cross-attention memory)"
         )
     return problems
+
+
+def _decoder_only_problems(config: dict[str, Any]) -> list[str]:
+    """CTranslate2's decoder-only models are causal throughout: no bidirectional source prefix."""
+    if config.get("prefix_lm"):
+        return ["model.prefix_lm=true (bidirectional attention over the source; its decoders are causal)"]
+    return []
+
+
+def unsupported_settings(config: dict[str, Any]) -> list[str]:
+    """The settings of `config` (a checkpoint's model_config) that CTranslate2 cannot express."""
+    family = FAMILIES[family_of(config)]
+    problems = []
+    positional = config.get("positional", "sinusoidal")
+    if positional not in family.positional:
+        supported = " / ".join(family.positional)
+        problems.append(f"model.positional={positional} (its {family.name} spec takes {supported} positions)")
+    return problems + _common_problems(config) + family.problems(config)
 
 
 def export_ctranslate2(
@@ -65,7 +101,7 @@ def export_ctranslate2(
             f"{output} exists and is not empty; pass force=true to replace it or choose another output"
         )
     ctranslate2 = import_ctranslate2()
-    spec = transformer_spec(loaded, ctranslate2)
+    spec = FAMILIES[family_of(loaded.model.config)].spec(loaded, ctranslate2)
     temporary = temporary_path(output)
     shutil.rmtree(temporary, ignore_errors=True)
     try:
@@ -92,27 +128,32 @@ class _SpecConverter:
         return Converter()
 
 
-def transformer_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
-    """CTranslate2's TransformerSpec holding the weights of `loaded.model`."""
-    specs = ctranslate2.specs
-    config, state = (
-        loaded.model.config,
-        {k: v.detach().float().numpy() for k, v in loaded.model.state_dict().items()},
-    )
-    head_dim = config["d_model"] // config["n_heads"]
-    rotary = head_dim if config["positional"] == "rope" else None
+def _numpy_state(model: Any) -> dict[str, Any]:
+    return {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+
+
+def _stack_options(config: dict[str, Any], specs: Any) -> dict[str, Any]:
+    """The spec arguments every stack of ours shares: norm placement, activation, rotary layout."""
     activation = {
         "relu": specs.Activation.RELU,
         "gelu": specs.Activation.GELU,
         "swiglu": specs.Activation.SWISH,
     }
-    common = dict(
+    head_dim = config["d_model"] // config["n_heads"]
+    return dict(
         pre_norm=config["norm"] == "pre",
         activation=activation[config["activation"]],
         ffn_glu=config["activation"] == "swiglu",
-        rotary_dim=rotary,
+        rotary_dim=head_dim if config["positional"] == "rope" else None,
         rotary_interleave=False,
     )
+
+
+def transformer_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
+    """CTranslate2's TransformerSpec holding the weights of `loaded.model` (an encoder-decoder)."""
+    specs = ctranslate2.specs
+    config, state = loaded.model.config, _numpy_state(loaded.model)
+    common = _stack_options(config, specs)
     encoder = specs.TransformerEncoderSpec(config["encoder_layers"], config["n_heads"], **common)
     decoder = specs.TransformerDecoderSpec(config["decoder_layers"], config["n_heads"], **common)
     _fill_encoder(encoder, state, config)
@@ -125,11 +166,40 @@ def transformer_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
     return spec
 
 
+def decoder_only_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
+    """CTranslate2's TransformerDecoderModelSpec holding the weights of `loaded.model` (decoder-only).
+
+    ALiBi: CTranslate2 adds slope * (j - last key) to the already scaled scores (scale_alibi off);
+    under a causal mask that differs from our -slope * |i - j| by a constant per query, which softmax
+    ignores. Its slopes are the paper's, as ours.
+    """
+    specs = ctranslate2.specs
+    config, state = loaded.model.config, _numpy_state(loaded.model)
+    spec = specs.TransformerDecoderModelSpec.from_config(
+        config["layers"], config["n_heads"], **_stack_options(config, specs),
+        alibi=config["positional"] == "alibi", alibi_use_positive_positions=False, scale_alibi=False,
+    )  # fmt: skip
+    decoder = spec.decoder
+    decoder.embeddings.weight = state["stack.embedding.weight"]
+    decoder.projection.weight = state["output.weight"]
+    _fill_stack(decoder, state, config, "stack")
+    _fill_self_attention_layers(decoder.layer, state, config, "stack")
+    spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
+    spec.register_vocabulary(loaded.tgt_tokenizer.pieces_of_vocabulary())
+    return spec
+
+
 def _fill_encoder(spec: Any, state: dict, config: dict) -> None:
     spec.embeddings[0].weight = state["encoder.embedding.weight"]
     _fill_stack(spec, state, config, "encoder")
-    for index, layer in enumerate(spec.layer):
-        prefix = f"encoder.layers.{index}"
+    _fill_self_attention_layers(spec.layer, state, config, "encoder")
+
+
+def _fill_self_attention_layers(layers: list, state: dict, config: dict, stack: str) -> None:
+    """Our EncoderLayers (self-attention + feed-forward) into CTranslate2 layer specs: an encoder's, or
+    the layers of a decoder without encoder attention (a decoder-only model)."""
+    for index, layer in enumerate(layers):
+        prefix = f"{stack}.layers.{index}"
         _attention(layer.self_attention, state, [f"{prefix}.self_attn.{n}" for n in ("qkv", "out")],
                    f"{prefix}.attn_block.norm")  # fmt: skip
         _feed_forward(layer.ffn, state, prefix, config)
@@ -169,7 +239,7 @@ def _fill_positions(spec: Any, state: dict, config: dict, stack: str) -> None:
     elif config["positional"] == "sinusoidal":
         positions = torch.arange(config["max_positions"])
         spec.position_encodings.encodings = sinusoid_table(positions, config["d_model"]).numpy()
-    elif hasattr(spec, "position_encodings"):  # RoPE: no absolute positions (else CTranslate2 adds sinusoids)
+    elif hasattr(spec, "position_encodings"):  # RoPE: none (else CTranslate2 adds sinusoids)
         del spec.position_encodings
 
 
@@ -205,6 +275,7 @@ def _write_tokenizers_and_metadata(
     metadata = {
         "format": FORMAT,
         "version": VERSION,
+        "family": family_of(loaded.model.config),
         "joint": joint,
         "step": loaded.step,
         "quantization": quantization,
@@ -215,3 +286,13 @@ def _write_tokenizers_and_metadata(
     if loaded.decoding is not None:  # the model's own tuned search settings travel with it
         metadata[PAYLOAD_KEY] = loaded.decoding
     (directory / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+
+
+FAMILIES = {  # CTranslate2 has ALiBi in decoders only, so an encoder-decoder cannot have it
+    ENCODER_DECODER: _Family(
+        "encoder-decoder", transformer_spec, ("sinusoidal", "learned", "rope"), lambda config: []
+    ),
+    DECODER_ONLY: _Family(
+        "decoder-only", decoder_only_spec, ("sinusoidal", "learned", "rope", "alibi"), _decoder_only_problems
+    ),
+}
