@@ -1,6 +1,7 @@
 """The model tests build: configs/model/tiny.yaml's sizes, read with model_size("tiny"), so that no test
-keeps a copy of the numbers; random weights, dropout off, eval mode. Also the small world such a model
-translates in (sentences over a few words, a sentencepiece model of them) and its checkpoint file."""
+keeps a copy of the numbers (configs/model/decoder_only_tiny.yaml's for the decoder-only family);
+random weights, dropout off, eval mode. Also the small world such a model translates in (sentences over
+a few words, a sentencepiece model of them) and its checkpoint file."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.model import Seq2Seq, build_model, model_size
+from seq2seq.model import DecoderOnly, Seq2Seq, build_decoder_only, build_model, model_size
 
 TINY = model_size("tiny")  # d_model, n_heads, ffn_dim, encoder_layers, decoder_layers
+TINY_DECODER_ONLY = model_size("decoder_only_tiny")  # d_model, n_heads, ffn_dim, layers
 WORDS = "in the beginning god created heaven and earth light was good day night water land".split()
 
 
@@ -29,10 +32,25 @@ def tiny_model(
     torch.manual_seed(seed)
     arguments = {**TINY, "dropout": 0.0, **overrides}
     model = build_model(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=pad_id, **arguments)
+    return _sharpened(model, sharpness).eval()
+
+
+def tiny_decoder_only(
+    vocab: int, *, seed: int = 0, pad_id: int = 0, sharpness: float = 1.0, **overrides: Any
+) -> DecoderOnly:
+    """`tiny_model`'s decoder-only counterpart (model=decoder_only_tiny's sizes); `overrides` are other
+    build_decoder_only arguments (prefix_lm=True: the prefix LM)."""
+    torch.manual_seed(seed)
+    arguments = {**TINY_DECODER_ONLY, "dropout": 0.0, **overrides}
+    model = build_decoder_only(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=pad_id, **arguments)
+    return _sharpened(model, sharpness).eval()
+
+
+def _sharpened(model: nn.Module, sharpness: float) -> nn.Module:
     if sharpness != 1.0:
         with torch.no_grad():
             model.output.weight.mul_(sharpness)
-    return model.eval()
+    return model
 
 
 def sentences(count: int, seed: int, *, words: tuple[int, int] = (2, 9)) -> list[str]:
@@ -47,7 +65,7 @@ def tiny_tokenizer() -> Tokenizer:
 
 
 def save_tiny_checkpoint(
-    path: Path, model: Seq2Seq, tokenizer: Tokenizer, *, step: int, **extra: Any
+    path: Path, model: nn.Module, tokenizer: Tokenizer, *, step: int, **extra: Any
 ) -> Path:
     """A checkpoint file as training writes one: weights, model_config, step, the joint tokenizer, `extra`."""
     payload = {

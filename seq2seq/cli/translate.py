@@ -75,6 +75,31 @@ def alignments_and_pictures(
     return out
 
 
+def check_attention_settings(cfg: DictConfig, translator: Translator) -> None:
+    """Refuse alignment=/attention_dir= before the search, not after it: they need one PyTorch model with
+    cross-attention (a one-token probe lets the model refuse by itself: a decoder-only model has none),
+    and attention_layer / attention_head must name one of its layers / heads."""
+    model = translator.model
+    if not hasattr(model, "cross_attention"):
+        raise UserError(
+            f"alignment and attention_dir need one PyTorch model, not engine={translator.engine.name} "
+            "or an ensemble; pass a single .pt checkpoint"
+        )
+    layer, tokenizer = int(cfg.attention_layer), translator.tgt_tokenizer
+    src = torch.tensor([[tokenizer.eos_id]], device=translator.device)  # (1, 1)
+    tgt_in = torch.tensor([[tokenizer.bos_id]], device=translator.device)  # (1, 1)
+    try:
+        with torch.no_grad():
+            heads = model.cross_attention(src, tgt_in, layer=layer).shape[1]  # (1, H, 1, 1)
+    except IndexError:
+        layers = int(model.config.get("decoder_layers", 0))
+        raise UserError(f"attention_layer={layer} is not a decoder layer of this model ({layers} layers); "
+                        f"use 0 to {layers - 1}, or -1 for the last") from None  # fmt: skip
+    if cfg.attention_head is not None and not -heads <= int(cfg.attention_head) < heads:
+        raise UserError(f"attention_head={cfg.attention_head} is not a head of this model ({heads} heads); "
+                        f"use 0 to {heads - 1}, or null for their mean")  # fmt: skip
+
+
 def write_output(target: str, lines: list[str]) -> None:
     text = "".join(line + "\n" for line in lines)
     if target == "-":
@@ -103,11 +128,8 @@ def translate(cfg: DictConfig) -> None:
         long_lines=str(cfg.long_lines),
     )  # fmt: skip  (decode keys left null take the model's own tuned values: seq2seq.decode.tuned)
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
-    if (cfg.alignment or cfg.attention_dir) and not hasattr(translator.model, "cross_attention"):
-        raise UserError(
-            f"alignment and attention_dir need one PyTorch model, not engine={translator.engine.name} "
-            "or an ensemble; pass a single .pt checkpoint"
-        )
+    if cfg.alignment or cfg.attention_dir:
+        check_attention_settings(cfg, translator)
     lines = _read(cfg.input, cfg.encoding_errors)
     encoded = translator.encode(lines)
     forced = None

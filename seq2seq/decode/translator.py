@@ -81,7 +81,8 @@ class Translator:
             )
         self.src_tokenizer, self.tgt_tokenizer, self.engine = src_tokenizer, tgt_tokenizer, engine
         self.options, self.long_lines, self.step, self.languages = options, long_lines, step, languages
-        self.max_input_tokens = _input_limit(max_input_tokens, engine.max_positions)
+        limits = _source_limits(engine.model, engine.max_positions, src_tokenizer.eos_id, engine.device)
+        self.max_input_tokens = _input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
 
     @classmethod
     def from_checkpoint(
@@ -247,21 +248,51 @@ def _resolved(
     return resolved
 
 
-def _input_limit(max_input_tokens: int | None, max_positions: int) -> int:
-    """The longest source in tokens: the setting, or what the model reads (its positions less one for
-    eos). A limit of 0 or less would empty every translation without a word; one above it asks the
-    model for positions it was not built to read."""
+def _source_limits(
+    model: nn.Module | None, max_positions: int, eos_id: int, device: torch.device
+) -> tuple[int, int]:
+    """(most, default) source lengths in tokens, eos apart: the longest source that leaves room for one
+    output token, and the longest that leaves room for an output as long as itself, as the model's
+    `output_room` tells. An encoder-decoder's output has positions of its own (both are max_positions - 1);
+    a decoder-only model's source and output share them, so its longest inputs, read whole, would leave
+    no room to answer. An exported model (no PyTorch model here): max_positions - 1."""
     most = max_positions - 1
+    room = getattr(model, "output_room", None)
+    if not callable(room):
+        return most, most
+
+    def leaves(length: int) -> int:
+        return int(room(torch.full((1, length + 1), eos_id, device=device))[0])  # only the count matters
+
+    most = _longest(lambda length: leaves(length) >= 1, most)
+    return most, _longest(lambda length: leaves(length) >= length, most)
+
+
+def _longest(fits: Callable[[int], bool], most: int) -> int:
+    """The largest length from 1 to `most` that fits (`fits` holds up to some length, then never); 1 if
+    none does."""
+    low, high = 1, most
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low
+
+
+def _input_limit(max_input_tokens: int | None, most: int, default: int, *, max_positions: int) -> int:
+    """The longest source in tokens: the setting, or `default` (what the model reads and still has room to
+    answer, _source_limits). A limit of 0 or less would empty every translation without a word; one above
+    `most` asks the model for positions it was not built to read."""
     if max_input_tokens is None:
-        return most
+        return default
     if (
         not isinstance(max_input_tokens, int)
         or isinstance(max_input_tokens, bool)
         or not 1 <= max_input_tokens <= most
     ):
         raise UserError(
-            f"max_input_tokens={max_input_tokens!r} must be an integer from 1 to {most} (this model reads "
-            f"{max_positions} positions, one of them eos); or null for {most}"
+            f"max_input_tokens={max_input_tokens!r} must be an integer from 1 to {most} (the longest source, "
+            f"eos apart, that leaves room for output in this model's {max_positions} positions); "
+            f"or null for {default}"
         )
     return max_input_tokens
 

@@ -4,9 +4,11 @@ Averaging the final checkpoints of a run (Vaswani et al., 2017) usually gains a 
 free. The result keeps everything else from the newest input (model_config, config, tokenizer,
 step...) except optimizer, scheduler and grad-scaler state: those describe the newest weights,
 not the average, and would only make the file larger. Weights shared inside a checkpoint (tied
-embeddings) stay shared in the result. Used by seq2seq-average and by seq2seq-train's
-`trainer.average_last` and `trainer.average_fraction` (seq2seq.train.finish), which score the average on
-the whole dev set (or, with fewer than two checkpoints, the final weights: one metric either way).
+embeddings) stay shared in the result. The inputs must hold one model: one family, the same parameters
+and shapes, the same model settings (those in HOW_IT_RUNS may differ). Used by seq2seq-average and by
+seq2seq-train's `trainer.average_last` and `trainer.average_fraction` (seq2seq.train.finish), which
+score the average on the whole dev set (or, with fewer than two checkpoints, the final weights: one
+metric either way).
 """
 
 from __future__ import annotations
@@ -21,11 +23,20 @@ from torch import Tensor, nn
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.errors import UserError
+from seq2seq.model import family_of
 
 log = logging.getLogger(__name__)
 
 NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
 TRAINING_STATE_KEYS = ("optimizer", "scheduler", "scaler", "grad_scaler")
+# Model settings that leave what the weights compute unchanged: checkpoints may differ in these only.
+HOW_IT_RUNS = (
+    "attention_backend",
+    "checkpoint_activations",
+    "dropout",
+    "attention_dropout",
+    "activation_dropout",
+)
 
 
 def find_checkpoints(inputs: Sequence[Path], last: int | None) -> list[Path]:
@@ -62,6 +73,27 @@ def _model_state(payload: dict[str, Any], path: Path) -> dict[str, Tensor]:
     if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
         raise UserError(f"{path} has no 'model' state dict; pass checkpoints written by seq2seq-train")
     return state
+
+
+def _check_same_family(reference: dict[str, Any], config: dict[str, Any], first: Path, path: Path) -> None:
+    """Models of two families (seq2seq.model.FAMILY_BUILDERS) share no weights worth averaging."""
+    if family_of(config) != family_of(reference):
+        raise UserError(f"{path} holds a model of the family {family_of(config)} but {first} one of "
+                        f"{family_of(reference)}; average checkpoints of the same model only")  # fmt: skip
+
+
+def _check_same_settings(reference: dict[str, Any], config: dict[str, Any], first: Path, path: Path) -> None:
+    """Weights of equal shapes trained under other settings (a prefix LM and a causal model, RoPE and
+    sinusoidal positions) mean different things; the mean of them is neither model."""
+    compared = sorted(set(reference) & set(config) - set(HOW_IT_RUNS))
+    changes = [
+        f"{key}: {reference[key]!r} → {config[key]!r}" for key in compared if reference[key] != config[key]
+    ]
+    if changes:
+        raise UserError(
+            f"{path} was trained with other model settings than {first} ({', '.join(changes[:3])}); "
+            "average checkpoints of the same model only"
+        )
 
 
 def _check_compatible(
@@ -103,14 +135,17 @@ def average_checkpoints(paths: Sequence[Path]) -> dict[str, Any]:
     sums: dict[str, Tensor] = {}
     reference: dict[str, Tensor] = {}
     payload: dict[str, Any] = {}
+    reference_config: dict[str, Any] = {}
     for path in paths:
         payload = load_checkpoint(path)
-        state = _model_state(payload, path)
+        state, config = _model_state(payload, path), payload.get("model_config") or {}
         if not reference:
-            reference = state
+            reference, reference_config = state, config
             sums = {k: v.double() if v.is_floating_point() else v for k, v in state.items()}
             continue
+        _check_same_family(reference_config, config, paths[0], path)
         _check_compatible(reference, state, paths[0], path)
+        _check_same_settings(reference_config, config, paths[0], path)
         for key, value in state.items():
             sums[key] = sums[key] + value.double() if value.is_floating_point() else value
     newest = _model_state(payload, paths[-1])

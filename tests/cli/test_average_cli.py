@@ -8,7 +8,7 @@ from tiny_models import TINY, tiny_model
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.cli.average import main
-from seq2seq.model import build_model
+from seq2seq.model import build_from_config
 
 VOCAB = 11
 
@@ -43,7 +43,7 @@ def test_averages_the_newest_n_by_step_number(tmp_path):
     assert [p.rsplit("/", 1)[-1] for p in averaged["averaged_from"]] == [
         f"checkpoint_{s}.pt" for s in (100, 999, 1000)
     ]
-    model = build_model(**averaged["model_config"])
+    model = build_from_config(averaged["model_config"])
     model.load_state_dict(averaged["model"])
     state = averaged["model"]  # tied embeddings are still one tensor
     assert state["decoder.embedding.weight"].data_ptr() == state["output.weight"].data_ptr()

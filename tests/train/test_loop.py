@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from tiny_models import TINY, tiny_model
+from tiny_models import TINY, tiny_decoder_only, tiny_model
 
 from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.collate import make_batch
@@ -36,11 +36,27 @@ TOY_OPTIONS = {"validate_every": None, "validate_every_minutes": None, "precisio
                "keep_last": 2, "log_every": 1}  # fmt: skip
 
 
-def make_trainer(tmp_path: Path, *, dropout: float = 0.1, loss_fn: Any = None, **options: Any) -> Trainer:
-    """A Trainer of the tiny model on the toy set; `options` are TrainerOptions fields over TOY_OPTIONS."""
+# The tiny model of each family (and variant) the resume tests run with.
+FAMILIES = {
+    "encoder_decoder": tiny_model,
+    "decoder_only": tiny_decoder_only,
+    "prefix_lm": partial(tiny_decoder_only, prefix_lm=True),
+}
+
+
+def make_trainer(
+    tmp_path: Path,
+    *,
+    dropout: float = 0.1,
+    loss_fn: Any = None,
+    family: str = "encoder_decoder",
+    **options: Any,
+) -> Trainer:
+    """A Trainer of the tiny model of `family` (FAMILIES) on the toy set; `options` are TrainerOptions fields
+    over TOY_OPTIONS."""
     torch.manual_seed(0)
     dataset = toy_dataset()
-    model = tiny_model(VOCAB, pad_id=PAD, dropout=dropout)
+    model = FAMILIES[family](VOCAB, pad_id=PAD, dropout=dropout)
     optimizer = build_adamw(model, lr=0.0)
     scheduler = ScheduledLR(optimizer, partial(noam, d_model=TINY["d_model"], warmup=4, scale=1.0))
     sampler = TokenBatchSampler(dataset.src_lengths, dataset.tgt_lengths, max_tokens=60, seed=3)
@@ -60,13 +76,14 @@ def make_trainer(tmp_path: Path, *, dropout: float = 0.1, loss_fn: Any = None, *
     )
 
 
-def test_resume_after_interruption_is_bitwise_identical(tmp_path: Path) -> None:
+@pytest.mark.parametrize("family", FAMILIES)
+def test_resume_after_interruption_is_bitwise_identical(tmp_path: Path, family: str) -> None:
     # 18 updates cross two epochs (the toy set gives about 7 batches per epoch).
-    straight = make_trainer(tmp_path / "straight", max_updates=18)
+    straight = make_trainer(tmp_path / "straight", max_updates=18, family=family)
     straight.fit()
-    interrupted = make_trainer(tmp_path / "resumed", max_updates=9)
+    interrupted = make_trainer(tmp_path / "resumed", max_updates=9, family=family)
     interrupted.fit()
-    resumed = make_trainer(tmp_path / "resumed", max_updates=18)
+    resumed = make_trainer(tmp_path / "resumed", max_updates=18, family=family)
     resumed.resume_from(tmp_path / "resumed" / "last.pt")
     assert resumed.state.step == 9
     resumed.fit()
@@ -75,13 +92,15 @@ def test_resume_after_interruption_is_bitwise_identical(tmp_path: Path) -> None:
     assert resumed.state.epoch == straight.state.epoch
 
 
-def test_resume_from_numbered_checkpoint_after_kill(tmp_path: Path) -> None:
-    """A run killed after checkpoint_6 (later updates lost) resumes from it and still matches."""
-    straight = make_trainer(tmp_path / "straight", max_updates=12)
+@pytest.mark.parametrize("family", ["encoder_decoder", "decoder_only"])
+def test_resume_from_numbered_checkpoint_after_kill(tmp_path: Path, family: str) -> None:
+    """A run killed after checkpoint_6 (later updates lost) resumes from it and still matches.
+    (tests/train/test_resume_decoder_only.py kills a real seq2seq-train process.)"""
+    straight = make_trainer(tmp_path / "straight", max_updates=12, family=family)
     straight.fit()
-    partial_run = make_trainer(tmp_path / "killed", max_updates=8)
+    partial_run = make_trainer(tmp_path / "killed", max_updates=8, family=family)
     partial_run.fit()  # wrote checkpoint_6.pt; pretend the process died at update 8
-    resumed = make_trainer(tmp_path / "killed", max_updates=12)
+    resumed = make_trainer(tmp_path / "killed", max_updates=12, family=family)
     resumed.resume_from(tmp_path / "killed" / "checkpoint_6.pt")
     resumed.fit()
     assert all(torch.equal(a, b) for a, b in zip(straight.model.parameters(), resumed.model.parameters()))

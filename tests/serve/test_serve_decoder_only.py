@@ -1,0 +1,76 @@
+"""seq2seq-serve with decoder-only checkpoints (causal and prefix LM): every answer equals the Translator's
+for the same texts and settings. The app runs in this process under FastAPI's TestClient (as
+seq2seq-serve builds it: a BatchingTranslator that loads the checkpoint, create_app over it); one real
+server process checks the command itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from serving import Server
+from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_tokenizer
+
+from seq2seq import Translator
+from seq2seq.serve.app import create_app
+from seq2seq.serve.batcher import BatchingTranslator
+from seq2seq.serve.metrics import Metrics
+from seq2seq.serve.requests import Limits
+
+OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}  # beam 5, as the Server helper's decode.max_len_* settings
+TEXTS = sentences(6, seed=4)
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tokenizer = tiny_tokenizer()
+    vocab, directory = tokenizer.vocab_size, tmp_path_factory.mktemp("decoder_only")
+    models = {
+        "causal": tiny_decoder_only(vocab, sharpness=4.0, max_positions=128),
+        "prefix_lm": tiny_decoder_only(vocab, seed=1, prefix_lm=True, sharpness=4.0, max_positions=128),
+    }
+    extra = {"config": {"data": {"src_lang": "en", "tgt_lang": "xx"}}}
+    return {
+        name: save_tiny_checkpoint(directory / f"{name}.pt", model, tokenizer, step=5, **extra)
+        for name, model in models.items()
+    }
+
+
+@pytest.fixture(params=["causal", "prefix_lm"])
+def served(request: pytest.FixtureRequest, checkpoints) -> Iterator[tuple[TestClient, Translator]]:
+    """A TestClient of the app over the checkpoint, and a Translator of the same file and settings."""
+    checkpoint = checkpoints[request.param]
+    batcher = BatchingTranslator(lambda: Translator.from_checkpoint(checkpoint, options=OPTIONS))
+    app = create_app(batcher, name=checkpoint.name, limits=Limits(), metrics=Metrics())
+    with TestClient(app) as client:
+        yield client, Translator.from_checkpoint(checkpoint, options=OPTIONS)
+
+
+def test_answers_equal_the_translator(served) -> None:
+    client, translator = served
+    beam = client.post("/translate", json={"text": TEXTS})
+    assert beam.status_code == 200, beam.text
+    assert beam.json()["translations"] == translator.translate(TEXTS)
+    greedy = client.post("/translate", json={"text": TEXTS[0], "beam_size": 1}).json()
+    assert greedy["translations"] == translator.translate(TEXTS[:1], beam_size=1)
+    nbest = client.post("/translate", json={"text": TEXTS, "nbest": 3}).json()
+    expected = translator.translate(TEXTS, nbest=3, return_scores=True)
+    assert nbest["translations"] == [[text for text, _ in pairs] for pairs in expected]
+    assert nbest["scores"] == [[round(score, 4) for _, score in pairs] for pairs in expected]
+    assert len({tuple(scores) for scores in nbest["scores"]}) == len(TEXTS)  # every text its own answer
+    health = client.get("/health").json()
+    assert (health["status"], health["engine"], health["step"]) == ("ok", "torch", 5)
+    assert (health["source_language"], health["target_language"]) == ("en", "xx")
+
+
+def test_the_command_serves_a_decoder_only_checkpoint(checkpoints) -> None:
+    server = Server(checkpoints["causal"])
+    try:
+        answer = httpx.post(f"{server.url}/translate", json={"text": TEXTS}, timeout=120).json()
+    finally:
+        assert server.stop() == 0, server.output()[-3000:]
+    translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
+    assert answer["translations"] == translator.translate(TEXTS) and answer["model"] == "causal.pt"
