@@ -172,6 +172,11 @@ class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
             results.append([self._hypothesis(start + h, s) for h, s in zip(output.sequences, output.scores)])
         return results
 
+    def output_room(self, src: torch.Tensor) -> torch.Tensor:
+        """As DecoderOnly.output_room: max_positions - source - tag, per sentence (the Translator's
+        input limit asks it). Shapes: src (B, S) right-padded -> (B,)."""
+        return self.max_positions - (src != self.ids.pad).sum(dim=1) - 1
+
     def _room(self, source: list[int], prefix: list[int]) -> int:
         """Output tokens after `prefix` that the positions left by `source <tag> prefix` allow."""
         room = self.max_positions - len(source) - 1

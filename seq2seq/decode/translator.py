@@ -81,7 +81,8 @@ class Translator:
             )
         self.src_tokenizer, self.tgt_tokenizer, self.engine = src_tokenizer, tgt_tokenizer, engine
         self.options, self.long_lines, self.step, self.languages = options, long_lines, step, languages
-        limits = _source_limits(engine.model, engine.max_positions, src_tokenizer.eos_id, engine.device)
+        model = engine.model if engine.model is not None else engine  # an exported model: the engine answers
+        limits = _source_limits(model, engine.max_positions, src_tokenizer.eos_id, engine.device)
         self.max_input_tokens = _input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
 
     @classmethod
@@ -255,7 +256,8 @@ def _source_limits(
     output token, and the longest that leaves room for an output as long as itself, as the model's
     `output_room` tells. An encoder-decoder's output has positions of its own (both are max_positions - 1);
     a decoder-only model's source and output share them, so its longest inputs, read whole, would leave
-    no room to answer. An exported model (no PyTorch model here): max_positions - 1."""
+    no room to answer. `model` may be an engine with `output_room` (an exported decoder-only model);
+    without one, max_positions - 1."""
     most = max_positions - 1
     room = getattr(model, "output_room", None)
     if not callable(room):

@@ -149,6 +149,13 @@ def test_length_limits_apply_to_the_target_part_like_ours(short_model, tokenizer
         assert "no room" in str(error.value) and "\n" not in str(error.value)
 
 
+def test_the_exported_model_has_our_input_limit_and_answers_its_longest_lines(short_model):
+    ours, theirs = short_model
+    assert theirs.max_input_tokens == ours.max_input_tokens == 11  # 11 + eos + tag + 11 outputs = 24
+    line = " ".join(["god"] * 40)  # longer than the limit: truncated to it, with room left to answer
+    assert theirs.translate([line], beam_size=1) == ours.translate([line], beam_size=1)
+
+
 def test_forced_prefixes_beam_and_nbest(short_model, tokenizer):
     ours, theirs = short_model
     sources = ours.encode(sentences(6, seed=4, words=(1, 4))).sources
