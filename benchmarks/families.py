@@ -116,8 +116,8 @@ def score(hypotheses: str, references: Path) -> dict:
     return {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score}
 
 
-def padding_share(family: str, data_dir: Path) -> float:
-    """Padding in the training batches as this family forms them (8192-token budget, epoch 0)."""
+def padding_share(family: str, data_dir: Path, max_tokens: int) -> float:
+    """Padding in the training batches as this family forms them (the run's token budget, epoch 0)."""
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
@@ -128,8 +128,15 @@ def padding_share(family: str, data_dir: Path) -> float:
         return float("nan")
     src = np.load(cache[-1])  # the encoded training pairs (before the length filter: a few more than trained on)
     tgt = np.load(cache[-1].with_name("tgt.lengths.npy"))
-    sampler = TokenBatchSampler(src, tgt, 8192, seed=1, joint_sequence=family != "encoder_decoder")
+    sampler = TokenBatchSampler(src, tgt, max_tokens, seed=1, joint_sequence=family != "encoder_decoder")
     return padding_waste(sampler.batches(0), src, tgt)
+
+
+def run_max_tokens(run_dir: Path) -> int:
+    """trainer.max_tokens of a finished run, from the config Hydra saved in its directory."""
+    from omegaconf import OmegaConf
+
+    return int(OmegaConf.load(run_dir / ".hydra" / "config.yaml").trainer.max_tokens)
 
 
 def one_family(family: str, args: argparse.Namespace) -> dict:
@@ -147,7 +154,7 @@ def one_family(family: str, args: argparse.Namespace) -> dict:
         "sentences_per_second": decoded["sentences"] / decoded["decode_seconds"],
         "train_peak_rss": trained["train_peak_rss"],
         "decode_peak_rss": decoded["decode_peak_rss"],
-        "padding": padding_share(family, args.data),
+        "padding": padding_share(family, args.data, run_max_tokens(args.out / family)),
         "minutes": args.minutes,
     }
     (args.out / f"{family}.json").write_text(json.dumps(result, indent=2))
