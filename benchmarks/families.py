@@ -17,7 +17,8 @@ Families (model overrides on top of the recipe):
     decoder_only     model=decoder_only: 7 causal layers, d_model 256 (about the same parameters)
     prefix_lm        model=decoder_only model.prefix_lm=true: the source attends bidirectionally
 
-Peak RSS is the training process's (getrusage of the finished child), and separately the
+Each family trains in a new run directory under --out; one that exists stops the script (a rerun would
+resume it). Peak RSS is the training process's (getrusage of the finished child), and separately the
 translating process's. Run it on a quiet machine: another process on the cores changes every figure.
 """
 
@@ -65,6 +66,8 @@ def recipe() -> list[str]:
 
 def train(family: str, minutes: float, out_dir: Path, extra: list[str]) -> dict:
     run_dir = out_dir / family
+    if run_dir.exists():  # seq2seq-train would resume it: a finished run would report no training at all
+        sys.exit(f"{run_dir} exists from an earlier comparison; pass a new --out (or --report to print its table)")
     command = [str(BIN / "seq2seq-train"), f"hydra.run.dir={run_dir}", f"run_name=families-{family}",
                f"trainer.max_minutes={minutes}", "trainer.average_fraction=0.2", "trainer.tune_decoding=true",
                "trainer.progress_bar=false", *recipe(), *FAMILIES[family], *extra]  # fmt: skip
@@ -171,6 +174,18 @@ def table(results: list[dict]) -> str:
     return "\n".join("| " + " | ".join(map(str, row)) + " |" for row in rows)
 
 
+def print_ratios(results: list[dict]) -> None:
+    """Each decoder-only row against the encoder-decoder row, when both were measured."""
+    peer = next((r for r in results if r["family"] == "encoder_decoder"), None)
+    for r in results:
+        if peer is None or r is peer:
+            continue
+        print(f"{r['family']} / encoder_decoder: test BLEU {r['bleu'] - peer['bleu']:+.1f} points, "
+              f"decoding {r['sentences_per_second'] / peer['sentences_per_second']:.2f}x, "
+              f"training target tokens/s {r['tokens_per_second'] / peer['tokens_per_second']:.2f}x, "
+              f"train peak RSS {r['train_peak_rss'] / peer['train_peak_rss']:.2f}x")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES))
@@ -195,6 +210,7 @@ def main() -> None:
             print(f"[{family}] test BLEU {result['bleu']:.1f}, chrF {result['chrf']:.1f}", flush=True)
     results = [json.loads((args.out / f"{f}.json").read_text()) for f in args.families if (args.out / f"{f}.json").is_file()]
     print(table(results))
+    print_ratios(results)
 
 
 if __name__ == "__main__":
