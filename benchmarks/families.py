@@ -67,14 +67,18 @@ def recipe() -> list[str]:
 def train(family: str, minutes: float, out_dir: Path, extra: list[str]) -> dict:
     run_dir = out_dir / family
     if run_dir.exists():  # seq2seq-train would resume it: a finished run would report no training at all
-        sys.exit(f"{run_dir} exists from an earlier comparison; pass a new --out (or --report to print its table)")
+        sys.exit(
+            f"{run_dir} exists from an earlier comparison; pass a new --out (or --report to print its table)"
+        )
     command = [str(BIN / "seq2seq-train"), f"hydra.run.dir={run_dir}", f"run_name=families-{family}",
                f"trainer.max_minutes={minutes}", "trainer.average_fraction=0.2", "trainer.tune_decoding=true",
                "trainer.progress_bar=false", *recipe(), *FAMILIES[family], *extra]  # fmt: skip
     print(f"[{family}] training {minutes} minutes: {' '.join(command[1:])}", flush=True)
     _, peak = run_child(command, out_dir / f"{family}.train.log")
     summary = json.loads((run_dir / "summary.json").read_text())
-    final = (summary.get("final") or summary.get("averaged") or {}).get("checkpoint") or str(run_dir / "best.pt")
+    final = (summary.get("final") or summary.get("averaged") or {}).get("checkpoint") or str(
+        run_dir / "best.pt"
+    )
     return {"summary": summary, "checkpoint": final, "train_peak_rss": peak}
 
 
@@ -100,14 +104,16 @@ def decode_worker(checkpoint: str, source: Path, output: Path, beam: int) -> Non
 
 def translate(family: str, checkpoint: str, data_dir: Path, out_dir: Path, beam: int) -> dict:
     hypotheses = out_dir / f"{family}.test.beam{beam}.es"
-    command = [sys.executable, __file__, "--decode-worker", checkpoint, str(data_dir / "test.en"), str(hypotheses),
+    source = str(data_dir / "test.en")
+    command = [sys.executable, __file__, "--decode-worker", checkpoint, source, str(hypotheses),
                "--beam", str(beam)]  # fmt: skip
     print(f"[{family}] translating the test set with beam {beam}", flush=True)
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         sys.exit(f"[{family}] translation failed: {result.stderr[-2000:]}")
     measured = json.loads(result.stdout.splitlines()[-1])
-    return {"hypotheses": str(hypotheses), "decode_seconds": measured["seconds"], "sentences": measured["sentences"],
+    return {"hypotheses": str(hypotheses), "decode_seconds": measured["seconds"],
+            "sentences": measured["sentences"],
             "decode_peak_rss": measured["peak_rss"]}  # fmt: skip
 
 
@@ -116,7 +122,10 @@ def score(hypotheses: str, references: Path) -> dict:
 
     hyps = Path(hypotheses).read_text(encoding="utf-8").splitlines()
     refs = references.read_text(encoding="utf-8").splitlines()
-    return {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score}
+    return {
+        "bleu": sacrebleu.corpus_bleu(hyps, [refs]).score,
+        "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score,
+    }
 
 
 def padding_share(family: str, data_dir: Path, max_tokens: int) -> float:
@@ -126,10 +135,14 @@ def padding_share(family: str, data_dir: Path, max_tokens: int) -> float:
 
     from seq2seq.data.batching import TokenBatchSampler, padding_waste
 
-    cache = sorted((data_dir / "cache").glob("train.*/src.lengths.npy"), key=lambda path: path.stat().st_mtime)
+    cache = sorted(
+        (data_dir / "cache").glob("train.*/src.lengths.npy"), key=lambda path: path.stat().st_mtime
+    )
     if not cache:
         return float("nan")
-    src = np.load(cache[-1])  # the encoded training pairs (before the length filter: a few more than trained on)
+    src = np.load(
+        cache[-1]
+    )  # the encoded training pairs (before the length filter: a few more than trained on)
     tgt = np.load(cache[-1].with_name("tgt.lengths.npy"))
     sampler = TokenBatchSampler(src, tgt, max_tokens, seed=1, joint_sequence=family != "encoder_decoder")
     return padding_waste(sampler.batches(0), src, tgt)
@@ -167,7 +180,8 @@ def one_family(family: str, args: argparse.Namespace) -> dict:
 def table(results: list[dict]) -> str:
     rows = [HEADER, tuple("---" for _ in HEADER)]
     for r in results:
-        rows.append((r["family"], f"{r['parameters']:,}", f"{r['tokens_per_second']:,.0f}", f"{r['updates']:,}",
+        rows.append((r["family"], f"{r['parameters']:,}", f"{r['tokens_per_second']:,.0f}",
+                     f"{r['updates']:,}",
                      f"{r['bleu']:.1f}", f"{r['chrf']:.1f}", f"{r['sentences_per_second']:.1f}",
                      f"{r['train_peak_rss'] / 2**20:,.0f} MiB", f"{r['decode_peak_rss'] / 2**20:,.0f} MiB",
                      f"{100 * r['padding']:.1f}%"))  # fmt: skip
@@ -187,14 +201,22 @@ def print_ratios(results: list[dict]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--families", nargs="+", choices=list(FAMILIES), default=list(FAMILIES))
     parser.add_argument("--minutes", type=float, default=30.0, help="training budget per family (default 30)")
     parser.add_argument("--beam", type=int, default=5, help="beam size for the test translation (default 5)")
-    parser.add_argument("--data", type=Path, default=ROOT / "data" / "bible_en_es", help="the prepared corpus")
-    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "families", help="run directories, results")
+    parser.add_argument(
+        "--data", type=Path, default=ROOT / "data" / "bible_en_es", help="the prepared corpus"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "runs" / "families", help="run directories, results"
+    )
     parser.add_argument("--report", action="store_true", help="print the table from earlier results only")
-    parser.add_argument("--decode-worker", nargs=3, metavar=("CHECKPOINT", "SOURCE", "OUTPUT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--decode-worker", nargs=3, metavar=("CHECKPOINT", "SOURCE", "OUTPUT"), help=argparse.SUPPRESS
+    )
     parser.add_argument("extra", nargs="*", help="more seq2seq-train overrides for every family")
     args = parser.parse_args()
     if args.decode_worker:
@@ -204,11 +226,17 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.report:
         if not (args.data / "test.en").is_file():
-            sys.exit(f"no prepared corpus in {args.data}; run seq2seq-prepare (or scripts/quickstart.sh) first")
+            sys.exit(
+                f"no prepared corpus in {args.data}; run seq2seq-prepare (or scripts/quickstart.sh) first"
+            )
         for family in args.families:
             result = one_family(family, args)
             print(f"[{family}] test BLEU {result['bleu']:.1f}, chrF {result['chrf']:.1f}", flush=True)
-    results = [json.loads((args.out / f"{f}.json").read_text()) for f in args.families if (args.out / f"{f}.json").is_file()]
+    results = [
+        json.loads((args.out / f"{f}.json").read_text())
+        for f in args.families
+        if (args.out / f"{f}.json").is_file()
+    ]
     print(table(results))
     print_ratios(results)
 

@@ -80,8 +80,8 @@ def check_family_settings(cfg: DictConfig, family: str) -> None:
         raise UserError(f"loss.source_weight={source_weight} adds a source language-model term, which only "
                         "model=decoder_only has; set loss.source_weight=0")  # fmt: skip
     if source_weight and bool(cfg.model.get("prefix_lm", False)):
-        raise UserError(f"loss.source_weight={source_weight} needs a causal model: a prefix LM sees the whole "
-                        "source; set model.prefix_lm=false or loss.source_weight=0")  # fmt: skip
+        raise UserError(f"loss.source_weight={source_weight} needs a causal model: a prefix LM sees the "
+                        "whole source; set model.prefix_lm=false or loss.source_weight=0")  # fmt: skip
 
 
 def build_loss(cfg_loss: DictConfig, pad_id: int) -> TrainingLoss:

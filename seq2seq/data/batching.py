@@ -158,7 +158,12 @@ class TokenBatchSampler:
 
 
 def _pack(
-    order: np.ndarray, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, *, joint: bool = False
+    order: np.ndarray,
+    src_lengths: np.ndarray,
+    tgt_lengths: np.ndarray,
+    max_tokens: int,
+    *,
+    joint: bool = False,
 ) -> list[int]:
     """Greedy cut points (into ``order``) so each batch's n * max(S, T) (``joint``: n * (S + T)) stays
     within max_tokens, S and T being the batch's longest source and target."""

@@ -272,12 +272,13 @@ def _check_decoder_only(args: dict[str, Any]) -> None:
     if args["src_vocab_size"] != args["tgt_vocab_size"]:
         raise UserError(
             f"model=decoder_only reads source and target with one embedding, so it needs one joint "
-            f"vocabulary (got {args['src_vocab_size']} and {args['tgt_vocab_size']}); set data.tokenizer.joint=true"
+            f"vocabulary (got {args['src_vocab_size']} and {args['tgt_vocab_size']}); "
+            "set data.tokenizer.joint=true"
         )
     if args["cross_downsample"] != 1:
         raise UserError(
-            f"cross_downsample={args['cross_downsample']} pools the encoder memory for cross-attention, which "
-            "model=decoder_only does not have; remove it (or use an encoder-decoder model)"
+            f"cross_downsample={args['cross_downsample']} pools the encoder memory for cross-attention, "
+            "which model=decoder_only does not have; remove it (or use an encoder-decoder model)"
         )
 
 
@@ -343,8 +344,8 @@ def family_of(config: dict[str, Any]) -> str:
     family = config.get("family", "encoder_decoder")
     if family not in FAMILY_BUILDERS:
         raise UserError(
-            f"model family {family!r} is not known to this version; choose one of {', '.join(FAMILY_BUILDERS)} "
-            "(or upgrade seq2seq)"
+            f"model family {family!r} is not known to this version; "
+            f"choose one of {', '.join(FAMILY_BUILDERS)} (or upgrade seq2seq)"
         )
     return family
 

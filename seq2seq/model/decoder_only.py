@@ -27,10 +27,10 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.errors import UserError
+from seq2seq.model.transformer import Stack
 from seq2seq.nn.embeddings import OutputProjection
 from seq2seq.nn.kv_cache import DecoderState, KVCache
 from seq2seq.nn.packing import Packing
-from seq2seq.model.transformer import Stack
 
 FAMILY = "decoder_only"
 

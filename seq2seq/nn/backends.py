@@ -108,7 +108,15 @@ def attend(
         usable, why = xformers_usable(q)
         if usable:
             return _xformers(
-                q, k, v, keep=keep, causal=causal, window=window, prefix=prefix, bias=bias, dropout_p=dropout_p
+                q,
+                k,
+                v,
+                keep=keep,
+                causal=causal,
+                window=window,
+                prefix=prefix,
+                bias=bias,
+                dropout_p=dropout_p,
             )
         _log_fallback(why)
         attention_backend = "sdpa"

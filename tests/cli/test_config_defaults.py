@@ -89,7 +89,9 @@ def test_target_defaults_equal_their_yaml(path: str) -> None:
     config = OmegaConf.to_container(OmegaConf.load(Path(config_dir()) / path))
     target = get_method(config.pop("_target_"))
     config.pop("_partial_", None)
-    if path.startswith("loss"):  # the objective's own setting, next to the token loss's (build_loss splits them)
+    if path.startswith(
+        "loss"
+    ):  # the objective's own setting, next to the token loss's (build_loss splits them)
         assert_defaults_equal(TrainingLoss, {"source_weight": config.pop("source_weight")}, path)
     assert_defaults_equal(target, config, path)
 

@@ -140,7 +140,9 @@ def test_output_room_counts_the_source() -> None:
 
 
 def loss_fn(source_weight: float) -> TrainingLoss:
-    return TrainingLoss(partial(projected_label_smoothed_nll, epsilon=0.1, pad_id=PAD), source_weight=source_weight)
+    return TrainingLoss(
+        partial(projected_label_smoothed_nll, epsilon=0.1, pad_id=PAD), source_weight=source_weight
+    )
 
 
 def reference_loss(net, sources, targets, source_weight: float) -> torch.Tensor:
@@ -149,7 +151,9 @@ def reference_loss(net, sources, targets, source_weight: float) -> torch.Tensor:
     for source, target in zip(sources, targets):
         logits = reference_logits(net, source, [BOS] + target[:-1])  # (S + T, V)
         target_part = logits[len(source) :]  # the tag's and the target tokens' positions
-        total = total + F.cross_entropy(target_part, torch.tensor(target), label_smoothing=0.1, reduction="sum")
+        total = total + F.cross_entropy(
+            target_part, torch.tensor(target), label_smoothing=0.1, reduction="sum"
+        )
         if source_weight:
             source_part = logits[: len(source) - 1]  # predicts source tokens 2..n
             total = total + source_weight * F.cross_entropy(
@@ -160,7 +164,7 @@ def reference_loss(net, sources, targets, source_weight: float) -> torch.Tensor:
 
 @pytest.mark.parametrize("source_weight", [0.0, 0.3])
 def test_loss_and_gradients_equal_the_per_sequence_reference(source_weight: float) -> None:
-    """With source_weight=0 the source tokens are inputs only: no term and no gradient from predicting them."""
+    """With source_weight=0 the source tokens are inputs only: no term, no gradient from predicting them."""
     from seq2seq.data.collate import collate
 
     targets = [r + [EOS] for r in rows([4, 7, 2], seed=5)]
@@ -246,7 +250,9 @@ def test_ensemble_of_decoder_only_models_searches() -> None:
     assert all(r[0].tokens for r in beam_search(ensemble, src, SearchOptions(beam_size=3), ids=IDS))
     greedy = greedy_search(ensemble, src, SearchOptions(beam_size=1, max_len_b=8), ids=IDS)
     with torch.no_grad():  # the first step's scores are the mean of the members' log-probabilities
-        step = [m.decode_step(torch.full((2, 1), BOS), m.init_state(m.encode(src)))[0] for m in (first, second)]
+        step = [
+            m.decode_step(torch.full((2, 1), BOS), m.init_state(m.encode(src)))[0] for m in (first, second)
+        ]
     mean = torch.stack([s.log_softmax(-1) for s in step]).mean(0)  # (2, V)
     mean[:, [PAD, BOS]] = float("-inf")
     assert [h.tokens[0] if h.tokens else EOS for h in greedy] == mean.argmax(-1).tolist()

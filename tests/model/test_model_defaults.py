@@ -117,7 +117,9 @@ def test_sizes_keep_base_values_they_do_not_set() -> None:
 
 def test_an_unknown_size_is_a_one_line_error() -> None:
     with pytest.raises(
-        ValueError, match=r"model size 'huge' does not exist; choose one of base, big, decoder_only, decoder_only_tiny, small, tiny"
+        ValueError,
+        match=r"model size 'huge' does not exist; choose one of base, big, decoder_only, decoder_only_tiny, "
+        r"small, tiny",
     ):
         model_size("huge")
 
