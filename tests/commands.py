@@ -9,6 +9,21 @@ from pathlib import Path
 
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
+# Runs the command named by its second argument with the rest as arguments, killing itself with SIGKILL
+# (no handler, no cleanup: as `kill -9` does) as soon as the trainer has saved the update its first names.
+KILL_AFTER_SAVE = """
+import os, runpy, signal, sys
+from seq2seq.train import loop
+step = int(sys.argv.pop(1))
+save = loop.Trainer._save
+def save_then_die(self, **kwargs):
+    save(self, **kwargs)
+    if self.state.step == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+loop.Trainer._save = save_then_die
+runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
+"""
+
 # Every kind of line seq2seq-translate must turn into exactly one output line.
 MIXED_LINES = [
     "the man sees the dog",

@@ -1,6 +1,7 @@
 """Typed schemas for the scalar settings, so a bad value fails when Hydra composes the config.
 
-Registered in Hydra's ConfigStore as `schema/model`, `schema/decoder_only_model` and `schema/trainer`;
+Registered in Hydra's ConfigStore as `schema/model`, `schema/decoder_only_model`, `schema/encoder_only_model`
+and `schema/trainer`;
 the YAML files of those groups list them first in their defaults, which gives `trainer.max_updates=abc` or an
 unknown key Hydra's own one-line error before anything runs. Both are derived from the code that reads
 the keys (the builders' signatures; the dataclasses of the trainer's parts), never written twice.
@@ -18,7 +19,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from seq2seq.model.builders import RUN_TIME_ARGUMENTS, build_decoder_only, build_model
+from seq2seq.model.builders import RUN_TIME_ARGUMENTS, build_decoder_only, build_encoder_only, build_model
 from seq2seq.train.finish import FinishSettings
 from seq2seq.train.loop import TrainerOptions
 
@@ -40,6 +41,7 @@ def _model_schema(builder: Callable[..., Any], name: str) -> type:
 
 ModelSchema = _model_schema(build_model, "ModelSchema")  # encoder-decoder: configs/model/base.yaml
 DecoderOnlySchema = _model_schema(build_decoder_only, "DecoderOnlySchema")  # configs/model/decoder_only.yaml
+EncoderOnlySchema = _model_schema(build_encoder_only, "EncoderOnlySchema")  # configs/model/encoder_only.yaml
 
 
 @dataclass(frozen=True)
@@ -85,4 +87,5 @@ def register_schemas() -> None:
     store = ConfigStore.instance()
     store.store(group="schema", name="model", node=ModelSchema)
     store.store(group="schema", name="decoder_only_model", node=DecoderOnlySchema)
+    store.store(group="schema", name="encoder_only_model", node=EncoderOnlySchema)
     store.store(group="schema", name="trainer", node=TrainerSchema)

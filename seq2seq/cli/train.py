@@ -72,6 +72,9 @@ def model_family(cfg_model: DictConfig) -> str:
 
 def check_family_settings(cfg: DictConfig, family: str) -> None:
     """Settings that need a family: one-line errors before any data is prepared."""
+    if family == "encoder_only":
+        raise UserError("model=encoder_only scores translations, it does not translate; train it on a "
+                        "QE corpus with seq2seq-qe-train (docs/quality-estimation.md)")  # fmt: skip
     if family == "decoder_only" and not bool(cfg.data.tokenizer.joint):
         raise UserError("model=decoder_only reads source and target with one embedding; "
                         "set data.tokenizer.joint=true")  # fmt: skip

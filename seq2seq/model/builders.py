@@ -16,6 +16,8 @@ from torch import nn
 from seq2seq.errors import UserError
 from seq2seq.model.decoder_only import FAMILY as DECODER_ONLY
 from seq2seq.model.decoder_only import DecoderOnly
+from seq2seq.model.encoder_only import FAMILY as ENCODER_ONLY
+from seq2seq.model.encoder_only import EncoderOnly
 from seq2seq.model.transformer import POSITIONAL_KINDS, Decoder, Encoder, PositionScheme, Seq2Seq, Stack
 from seq2seq.nn.attention import CrossAttention, SelfAttention
 from seq2seq.nn.backends import ATTENTION_BACKENDS, xformers_installed
@@ -334,9 +336,62 @@ def build_decoder_only(
     return DecoderOnly(stack, output, pad_id=pad_id, prefix_lm=prefix_lm, config=config)
 
 
+def build_encoder_only(
+    *,
+    src_vocab_size: int,
+    tgt_vocab_size: int,
+    pad_id: int = 0,
+    d_model: int = 256,
+    n_heads: int = 4,
+    ffn_dim: int = 1024,
+    layers: int = 3,
+    outputs: int = 1,
+    dropout: float = 0.1,
+    attention_dropout: float = 0.0,
+    activation_dropout: float = 0.0,
+    positional: str = "sinusoidal",
+    attention_backend: str = "sdpa",
+    window: int | None = None,
+    norm: str = "pre",
+    activation: str = "relu",
+    checkpoint_activations: bool = False,
+    max_positions: int = 512,
+) -> EncoderOnly:
+    """An encoder-only Transformer over `source </s> translation </s>` with a pooled head of `outputs`
+    numbers (seq2seq.model.encoder_only). The defaults are configs/model/encoder_only.yaml's.
+
+    Source and translation keep their own vocabularies: one embedding table of src_vocab_size +
+    tgt_vocab_size rows, the translation's ids shifted by src_vocab_size. `max_positions` bounds a
+    source and its translation together.
+    """
+    args = dict(locals())
+    _check_positive("layers", layers)
+    _check_positive("outputs", outputs)
+    validate_arguments(args)
+    recipe = LayerRecipe.of(args)
+    embedding = TokenEmbedding(src_vocab_size + tgt_vocab_size, d_model, pad_id)
+    encoder = Encoder(
+        embedding,
+        _positions({**args, "alibi_cross_attention": False}),
+        [recipe.encoder_layer() for _ in range(layers)],
+        d_model=d_model,
+        norm=norm,
+        dropout=dropout,
+        checkpoint_activations=checkpoint_activations,
+    )
+    config = {**args, "family": ENCODER_ONLY}
+    return EncoderOnly(encoder, outputs=outputs, dropout=dropout, pad_id=pad_id, config=config)
+
+
 # The builder of each family, by the name its checkpoints record (model.config["family"]); a checkpoint
 # without one is an encoder-decoder (they were the only family before the name was recorded).
-FAMILY_BUILDERS = {"encoder_decoder": build_model, DECODER_ONLY: build_decoder_only}
+FAMILY_BUILDERS = {
+    "encoder_decoder": build_model,
+    DECODER_ONLY: build_decoder_only,
+    ENCODER_ONLY: build_encoder_only,
+}
+# The families that translate (the others score: an encoder-only model estimates quality, seq2seq.qe).
+TRANSLATING_FAMILIES = ("encoder_decoder", DECODER_ONLY)
 
 
 def family_of(config: dict[str, Any]) -> str:

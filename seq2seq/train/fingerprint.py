@@ -59,9 +59,15 @@ def run_fingerprint(config: Mapping[str, Any], corpus_files: Mapping[str, Path])
         "data": {key: config["data"].get(key) for key in DATA_KEYS},
         "trainer": {key: config["trainer"][key] for key in TRAINER_KEYS},
     }
+    return settings_fingerprint(chosen, {f"data.{name}": corpus_files[name] for name in CORPUS_FILES})
+
+
+def settings_fingerprint(chosen: Mapping[str, Any], files: Mapping[str, Path]) -> dict[str, Any]:
+    """{"sha256": ..., "settings": {dotted key: value}} of nested `chosen` settings plus the sha256 of each
+    of `files` (as "<name>.sha256"); what run_fingerprint builds, for any run's own choice of settings."""
     settings = _flatten(chosen, "", {})
-    for name in CORPUS_FILES:
-        settings[f"data.{name}.sha256"] = file_digest(corpus_files[name])
+    for name, path in files.items():
+        settings[f"{name}.sha256"] = file_digest(path)
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
     return {"sha256": digest, "settings": settings}
 

@@ -91,8 +91,11 @@ class Trainer:
         options: TrainerOptions,
         device: torch.device,
         on_update: Callable[[nn.Module, int], None] | None = None,
+        objective: Callable[..., Any] = batch_loss,
     ) -> None:
-        """`on_update(model, step)` runs after every update (e.g. weights-only snapshots for averaging)."""
+        """`on_update(model, step)` runs after every update (e.g. weights-only snapshots for averaging);
+        `objective(model, batch, loss_fn, pad_id=...)` gives a batch's LossOutput (a translation model's
+        by default; seq2seq.qe.training.qe_batch_loss for a QE model)."""
         self.model = model
         self.optimizer = optimizer
         self.scheduler = scheduler
@@ -104,7 +107,7 @@ class Trainer:
         self.output_dir = Path(output_dir)
         self.extras = checkpoint_extras
         self.options = options
-        self.device, self.on_update = device, on_update
+        self.device, self.on_update, self.objective = device, on_update, objective
         self.precision = resolve_precision(options.precision, device)  # auto: the one place it is chosen
         self.state = TrainState()
         self.started_at = time.time()  # temporaries older than this are leftovers of an interrupted run
@@ -191,7 +194,7 @@ class Trainer:
                 nullcontext() if sync or not hasattr(model, "no_sync") else model.no_sync(),
                 autocast(self.precision, self.device),
             ):
-                out = batch_loss(model, batch, self.loss_fn, pad_id=self._unwrapped().pad_id)
+                out = self.objective(model, batch, self.loss_fn, pad_id=self._unwrapped().pad_id)
             (out.loss_sum * scale).backward()
             loss_sum += float(out.loss_sum.detach())
             nll_sum += float(out.nll_sum)

@@ -13,26 +13,11 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
-from commands import ENV, run_module
+from commands import ENV, KILL_AFTER_SAVE, run_module
 from toy_corpus import tiny_train_overrides
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
-
-# Runs the command named by its second argument with the rest as arguments, killing itself with SIGKILL
-# (no handler, no cleanup: as `kill -9` does) as soon as the trainer has saved the update its first names.
-KILL_AFTER_SAVE = """
-import os, runpy, signal, sys
-from seq2seq.train import loop
-step = int(sys.argv.pop(1))
-save = loop.Trainer._save
-def save_then_die(self, **kwargs):
-    save(self, **kwargs)
-    if self.state.step == step:
-        os.kill(os.getpid(), signal.SIGKILL)
-loop.Trainer._save = save_then_die
-runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
-"""
 
 
 def decoder_only_overrides(corpus: Path, run_dir: Path) -> list[str]:

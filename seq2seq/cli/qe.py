@@ -1,0 +1,61 @@
+"""seq2seq-qe: score translations with a trained QE model, one score per line, no reference needed.
+
+seq2seq-qe checkpoint=runs/qe/best.pt input=test.en hypotheses=test.hyp > test.qe
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device
+from seq2seq.cli.translate import write_output
+from seq2seq.decode.text_input import clean_line, read_text_lines
+from seq2seq.errors import UserError
+from seq2seq.qe.scorer import QualityEstimator
+
+log = logging.getLogger("seq2seq.qe")
+
+
+def _read(path: str, encoding_errors: str) -> list[str]:
+    source = path if path == "-" else hydra.utils.to_absolute_path(path)
+    return read_text_lines(source, encoding_errors=encoding_errors,
+                           fix="fix the file or pass encoding_errors=replace")  # fmt: skip
+
+
+@exit_on_user_error
+def score_file(cfg: DictConfig) -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING if cfg.quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")  # fmt: skip
+    if str(cfg.input) == "-" and str(cfg.hypotheses) == "-":
+        raise UserError("input and hypotheses cannot both be stdin; pass at least one of them as a file")
+    sources = _read(str(cfg.input), str(cfg.encoding_errors))
+    translations = _read(str(cfg.hypotheses), str(cfg.encoding_errors))
+    if len(sources) != len(translations):
+        raise UserError(
+            f"input={cfg.input} has {len(sources)} lines but hypotheses={cfg.hypotheses} has "
+            f"{len(translations)}; give one translation (or an empty line) per source line"
+        )
+    estimator = QualityEstimator.from_checkpoint(
+        hydra.utils.to_absolute_path(str(cfg.checkpoint)), device=pick_device(str(cfg.device)),
+        precision=str(cfg.precision),
+    )  # fmt: skip
+    scores = estimator.score([clean_line(s) for s in sources], [clean_line(t) for t in translations],
+                             max_tokens=int(cfg.max_tokens))  # fmt: skip
+    empty = sum(score is None for score in scores)
+    if empty:
+        log.info("%d line(s) with an empty source or translation get an empty line", empty)
+    output = str(cfg.output) if str(cfg.output) == "-" else hydra.utils.to_absolute_path(str(cfg.output))
+    write_output(output, ["" if score is None else f"{score:.4f}" for score in scores])
+
+
+@hydra.main(version_base="1.3", config_path=config_dir(), config_name="qe")
+def main(cfg: DictConfig) -> None:
+    score_file(cfg)
+
+
+if __name__ == "__main__":
+    main()

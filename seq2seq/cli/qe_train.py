@@ -1,0 +1,172 @@
+"""seq2seq-qe-train: train an encoder-only model to predict a translation's quality (seq2seq.qe).
+
+seq2seq-qe-train data_dir=runs/qe_data                       # runs/qe: best.pt follows the dev loss
+seq2seq-qe-train data_dir=runs/qe_data model.layers=6 trainer.max_minutes=20
+seq2seq-qe-train -m data_dir=runs/qe_data model.d_model=128,256  # a sweep, like seq2seq-train's
+
+The same loop as seq2seq-train (seq2seq.train.loop.Trainer): atomic checkpoints, exact resume (run the
+same command again), signals, TensorBoard; only the batches, the objective and validation are the QE
+task's (seq2seq.qe.training).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import hydra
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
+from seq2seq.cli.qe_data import TOKENIZER_FILES
+from seq2seq.cli.resolvers import register_resolvers
+from seq2seq.cli.schemas import CommandSettings, register_schemas
+from seq2seq.cli.train import check_targets, model_family, resume_path, seed_everything, trainer_options
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.errors import UserError
+from seq2seq.files import atomic_output
+from seq2seq.model import count_parameters
+from seq2seq.qe.corpus import read_qe_corpus
+from seq2seq.qe.training import QEDataset, QEValidator, qe_batch_loss, squared_error
+from seq2seq.qe.warm_start import warm_start
+from seq2seq.train.fingerprint import SAME_NUMBERS_MODEL_KEYS, settings_fingerprint
+from seq2seq.train.loop import Trainer
+from seq2seq.train.reporting import Reporter
+from seq2seq.train.run_dir import check_resume, check_run_directory
+from seq2seq.train.schedules import ScheduledLR
+
+log = logging.getLogger("seq2seq.qe_train")
+
+register_schemas()
+register_resolvers()
+
+
+def read_tokenizers(data_dir: Path) -> tuple[Tokenizer, Tokenizer, dict[str, bytes | None]]:
+    """The translation model's tokenizers that seq2seq-qe-data saved beside the corpus."""
+    src_file, tgt_file = data_dir / TOKENIZER_FILES["src"], data_dir / TOKENIZER_FILES["tgt"]
+    if not src_file.is_file():
+        raise UserError(f"{data_dir} has no {src_file.name}; make the QE corpus with seq2seq-qe-data")
+    src_bytes = src_file.read_bytes()
+    tgt_bytes = tgt_file.read_bytes() if tgt_file.is_file() else None
+    src = Tokenizer.from_bytes(src_bytes)
+    tgt = Tokenizer.from_bytes(tgt_bytes) if tgt_bytes is not None else src
+    return src, tgt, {"src": src_bytes, "tgt": tgt_bytes}
+
+
+def qe_fingerprint(cfg: DictConfig, data_dir: Path) -> dict[str, Any]:
+    """What defines a QE run (a resume must keep it): the model (less the keys that compute the same
+    numbers another way), optim, schedule, seed, the batch recipe, the corpus and tokenizers by content."""
+    config = OmegaConf.to_container(cfg, resolve=True)
+    chosen = {
+        "model": {k: v for k, v in config["model"].items() if k not in SAME_NUMBERS_MODEL_KEYS},
+        **{section: config[section] for section in ("optim", "schedule", "seed")},
+        "trainer": {key: config["trainer"][key] for key in ("max_tokens", "update_freq", "clip_norm")},
+        "init_from": config.get("init_from"),
+    }
+    files = {name: data_dir / name for name in ("train.tsv", "dev.tsv", TOKENIZER_FILES["src"])}
+    if (data_dir / TOKENIZER_FILES["tgt"]).is_file():
+        files[TOKENIZER_FILES["tgt"]] = data_dir / TOKENIZER_FILES["tgt"]
+    return settings_fingerprint(chosen, files)
+
+
+@exit_on_user_error
+def train_qe(cfg: DictConfig) -> float | None:
+    """One QE training run; returns the best dev loss (what a sweeper minimises)."""
+    check_targets(cfg)
+    if model_family(cfg.model) != "encoder_only":
+        raise UserError(f"seq2seq-qe-train trains model=encoder_only, not {cfg.model._target_}; "
+                        "pass model=encoder_only (or a config built on it)")  # fmt: skip
+    command = CommandSettings.from_config(cfg.trainer)
+    data_dir = Path(hydra.utils.to_absolute_path(str(cfg.data_dir)))
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    device = pick_device(command.device, setting="trainer.device")
+    if command.num_threads:
+        torch.set_num_threads(command.num_threads)
+    seed_everything(int(cfg.seed))
+    options = trainer_options(cfg)
+    checkpoint = resume_path(command.resume, run_dir)
+    check_run_directory(run_dir, checkpoint, command.resume)
+    src_tokenizer, tgt_tokenizer, tokenizer_payload = read_tokenizers(data_dir)
+    fingerprint = qe_fingerprint(cfg, data_dir)
+    resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
+    torch.manual_seed(int(cfg.seed))
+    vocab_sizes = {"src_vocab_size": src_tokenizer.vocab_size, "tgt_vocab_size": tgt_tokenizer.vocab_size}
+    model = instantiate(cfg.model, **vocab_sizes, pad_id=src_tokenizer.pad_id, _convert_="all").to(device)
+    log.info("QE model: %s parameters", f"{count_parameters(model):,}")
+    if cfg.init_from and checkpoint is None:  # a resume takes every weight from its checkpoint
+        warm_start(model, Path(hydra.utils.to_absolute_path(str(cfg.init_from))))
+    max_positions = int(model.config["max_positions"])
+    datasets = {
+        split: QEDataset.encode(
+            read_qe_corpus(data_dir / f"{split}.tsv"),
+            src_tokenizer,
+            tgt_tokenizer,
+            max_positions=max_positions,
+            name=f"{split}.tsv",
+        )
+        for split in ("train", "dev")
+    }
+    log.info("QE corpus: %d training pairs, %d dev pairs", len(datasets["train"]), len(datasets["dev"]))
+    optimizer = instantiate(cfg.optim)(model)
+    scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
+    seed_everything(int(cfg.seed))
+    pad_id = src_tokenizer.pad_id
+    progress = progress_bar_setting(command.progress_bar, setting="trainer.progress_bar")
+    trainer = Trainer(
+        model=model, optimizer=optimizer, scheduler=scheduler, loss_fn=squared_error,
+        batches=datasets["train"].sampler(command.max_tokens, seed=int(cfg.seed), shuffle=True),
+        make_batch=lambda indices: datasets["train"].batch(indices, pad_id), validate=None,
+        reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=progress),
+        output_dir=run_dir, options=options, device=device, objective=qe_batch_loss,
+        checkpoint_extras={
+            "config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,
+            "tokenizer": tokenizer_payload, "fingerprint": fingerprint,
+        },
+    )  # fmt: skip
+    trainer.validate_fn = QEValidator(datasets["dev"], pad_id=pad_id, max_tokens=command.max_tokens,
+                                      device=device, precision=trainer.precision)  # fmt: skip
+    if checkpoint is not None:
+        trainer.resume_from(checkpoint, resumed)
+    log.info("training a QE model in %s on %s (%s)", run_dir, device, trainer.precision)
+    state = trainer.fit()
+    write_summary(run_dir, state, count_parameters(model))
+    if trainer.stopping_signal is not None:
+        raise SystemExit(128 + trainer.stopping_signal)
+    return state.best_loss
+
+
+def write_summary(run_dir: Path, state: Any, n_params: int) -> None:
+    """summary.json: the run's updates, time and validations (dev loss, Pearson, Spearman)."""
+    best = min(state.history, key=lambda record: record.get("loss", float("inf")), default={})
+    summary = {
+        "overrides": list(HydraConfig.get().overrides.task),
+        "updates": state.step,
+        "epochs": state.epoch,
+        "minutes": state.elapsed_seconds / 60,
+        "parameters": n_params,
+        "best_dev_loss": state.best_loss,
+        "best": best,  # the validation best.pt holds: its loss, pearson and spearman
+        "history": state.history,
+        "checkpoint": str(run_dir / "best.pt"),
+    }
+    with atomic_output(run_dir / "summary.json", "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(summary, indent=2))
+    pearson = f"{best['pearson']:.3f}" if "pearson" in best else "n/a"
+    log.info("done: %d updates in %.1f minutes; best dev Pearson %s; checkpoints in %s", state.step,
+             state.elapsed_seconds / 60, pearson, run_dir)  # fmt: skip
+
+
+@hydra.main(version_base="1.3", config_path=config_dir(), config_name="qe_train")
+def main(cfg: DictConfig) -> float | None:
+    return train_qe(cfg)
+
+
+if __name__ == "__main__":
+    from seq2seq.cli.qe_train import main as main_of_module  # importable by name: launchers pickle the job
+
+    main_of_module()

@@ -1,0 +1,63 @@
+"""Start a QE model from the translation model's encoder: what it learned about both languages.
+
+The encoder-only model's stack has the encoder-decoder's encoder layout, so its layers and final norm
+take the translation encoder's weights as they are (the first `layers` of them), and its one embedding
+table takes the source embedding for the source rows and the target (decoder) embedding for the
+translation rows (seq2seq.model.encoder_only). The pooled head starts fresh. The two models must agree
+in width, heads, feed-forward width, norm and activation; anything else is a one-line error.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.errors import UserError
+from seq2seq.model.encoder_only import EncoderOnly
+
+log = logging.getLogger(__name__)
+
+MUST_AGREE = ("d_model", "n_heads", "ffn_dim", "norm", "activation", "positional", "src_vocab_size",
+              "tgt_vocab_size")  # fmt: skip
+
+
+@torch.no_grad()
+def warm_start(model: EncoderOnly, path: Path) -> None:
+    """Copy the encoder-decoder checkpoint's encoder and embeddings at `path` into `model`."""
+    payload = load_checkpoint(path)
+    config = payload.get("model_config") or {}
+    if config.get("family", "encoder_decoder") != "encoder_decoder":
+        raise UserError(f"init_from={path} holds a {config.get('family')} model; pass an encoder-decoder "
+                        "checkpoint written by seq2seq-train")  # fmt: skip
+    differing = [key for key in MUST_AGREE if config.get(key) != model.config.get(key)]
+    if differing:
+        shown = ", ".join(f"{key}={model.config.get(key)} vs {config.get(key)}" for key in differing)
+        raise UserError(f"init_from={path} does not fit this QE model ({shown}); set model.* to the "
+                        "translation model's values")  # fmt: skip
+    layers = int(model.config["layers"])
+    if layers > int(config["encoder_layers"]):
+        raise UserError(f"model.layers={layers} but init_from={path} has {config['encoder_layers']} encoder "
+                        f"layers; set model.layers <= {config['encoder_layers']}")  # fmt: skip
+    weights = payload["model"]
+    state = model.state_dict()
+    copied = 0
+    for name in state:
+        if not name.startswith("encoder.") or name == "encoder.embedding.weight":
+            continue
+        if name in weights:
+            state[name].copy_(weights[name])
+            copied += 1
+    source_rows = int(config["src_vocab_size"])
+    table = state["encoder.embedding.weight"]  # (src V + tgt V, D)
+    table[:source_rows].copy_(weights["encoder.embedding.weight"])
+    table[source_rows:].copy_(weights["decoder.embedding.weight"])
+    model.load_state_dict(state)
+    log.info(
+        "QE model initialised from %s: embeddings and %d encoder tensors (%d layers)", path, copied, layers
+    )
+
+
+__all__ = ["warm_start"]
