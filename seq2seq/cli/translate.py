@@ -2,6 +2,12 @@
 
 seq2seq-translate checkpoint=runs/bible.en-es/best.pt input=test.en output=test.hyp
 echo "In the beginning God created the heavens." | seq2seq-translate checkpoint=... decode=greedy
+
+Output line, tab-separated: the translation, then the score (scores=true), the confidence
+(confidence=true, confidence_format=tsv) and the alignment (alignment=true), in that order; an empty
+input line gives an empty line. With confidence_format=jsonl, one JSON object per input line instead
+(`jsonl_lines`). With decode.nbest > 1, Moses n-best lines "index ||| text ||| score", plus
+" ||| confidence" with confidence=true (tsv).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from tqdm import tqdm
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
 from seq2seq.decode.attention_plot import column_labels, save_attention_png
 from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.confidence import Translation, confidence_of
 from seq2seq.decode.search import pad_batch
 from seq2seq.decode.text_input import read_text_lines
 from seq2seq.decode.translator import EncodedInput, Translator
@@ -29,16 +36,16 @@ from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 
 log = logging.getLogger("seq2seq.translate")
+CONFIDENCE_FORMATS = ("tsv", "jsonl")
 
 
-def format_line(
-    nbest: list[Hypothesis], translator: Translator, *, scores: bool, alignment: str | None
-) -> str:
-    if not nbest:
-        return ""
-    text = translator.detokenize(nbest[0].tokens)
+def format_line(translation: Translation, *, scores: bool, confidence: bool, alignment: str | None) -> str:
+    """The columns of one non-empty input line's output: text [score] [confidence] [alignment]."""
+    text = translation.text
     if scores:
-        text += f"\t{nbest[0].score:.4f}"
+        text += f"\t{translation.score:.4f}"
+    if confidence:
+        text += f"\t{translation.confidence:.4f}"
     if alignment is not None:
         text += f"\t{alignment}"
     return text
@@ -128,6 +135,7 @@ def translate(cfg: DictConfig) -> None:
         long_lines=str(cfg.long_lines),
     )  # fmt: skip  (decode keys left null take the model's own tuned values: seq2seq.decode.tuned)
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
+    confidence = confidence_setting(cfg)
     if cfg.alignment or cfg.attention_dir:
         check_attention_settings(cfg, translator)
     lines = _read(cfg.input, cfg.encoding_errors)
@@ -144,32 +152,112 @@ def translate(cfg: DictConfig) -> None:
         len(lines), len(encoded.sources), translator.options.describe(), translator.device,
     )  # fmt: skip
     start = time.perf_counter()
-    results = _search_with_progress(cfg, translator, encoded.sources, forced)
+    results = _search_with_progress(
+        cfg, translator, encoded.sources, forced, confidence=confidence is not None
+    )
     seconds = time.perf_counter() - start
     output = cfg.output if cfg.output == "-" else hydra.utils.to_absolute_path(cfg.output)
-    if translator.options.nbest > 1:  # Moses n-best format: "line ||| translation ||| score"
-        write_output(output, nbest_lines(encoded.owners, results, translator))
+    if confidence == "jsonl":
+        write_output(output, jsonl_lines(cfg, translator, encoded, results))
+    elif translator.options.nbest > 1:  # Moses n-best format: "line ||| translation ||| score"
+        write_output(output, nbest_lines(encoded.owners, results, translator, confidence=confidence == "tsv"))
     else:
-        write_output(output, output_lines(cfg, translator, encoded, results))
+        write_output(output, output_lines(cfg, translator, encoded, results, confidence=confidence == "tsv"))
     if cfg.report:
         write_report(
             Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds
         )
 
 
+def confidence_setting(cfg: DictConfig) -> str | None:
+    """How to write each translation's confidence: "tsv" or "jsonl" (confidence_format), or None."""
+    if not isinstance(cfg.confidence, bool):
+        raise UserError(f"confidence={cfg.confidence!r} must be true or false")
+    if cfg.confidence_format not in CONFIDENCE_FORMATS:
+        raise UserError(f"confidence_format={cfg.confidence_format!r} is not supported; choose "
+                        f"{' or '.join(CONFIDENCE_FORMATS)}")  # fmt: skip
+    return str(cfg.confidence_format) if cfg.confidence else None
+
+
 def output_lines(
+    cfg: DictConfig, translator: Translator, encoded: EncodedInput, results: list[list[Hypothesis]],
+    *, confidence: bool = False,
+) -> list[str]:  # fmt: skip
+    """One line per input line, its columns as `format_line` writes them. A split line's pieces are
+    joined: texts with spaces, scores summed, the confidence over all their tokens, alignments with
+    spaces (each piece's positions counted from its own start)."""
+    best = [nbest[0] for nbest in _translations(translator, encoded, results, confidence=confidence)]
+    alignments = _text_alignments(cfg, translator, encoded, results)
+    return [
+        format_line(translation, scores=bool(cfg.scores), confidence=confidence,
+                    alignment=alignment if cfg.alignment else None) if given else ""
+        for translation, alignment, given in zip(best, alignments, _given(encoded))
+    ]  # fmt: skip
+
+
+def jsonl_lines(
     cfg: DictConfig, translator: Translator, encoded: EncodedInput, results: list[list[Hypothesis]]
 ) -> list[str]:
-    """One line per input line: pieces of a split line are joined; options append score and alignment."""
-    alignments: list[str | None] = [None] * len(encoded.sources)
-    if cfg.alignment or cfg.attention_dir:
-        alignments = alignments_and_pictures(cfg, translator, encoded.sources, results)
+    """One JSON object per input line: {"translation", "confidence", "mean_log_prob", "tokens",
+    "token_probs"}, with "score" when scores=true and "alignment" when alignment=true; with
+    decode.nbest > 1, {"nbest": [such objects, best first, each with "score"]}. An empty input line has
+    translation "", confidence, mean_log_prob and score null and no tokens."""
+    nbest = translator.options.nbest
+    with_scores = bool(cfg.scores) or nbest > 1
+    alignments = (
+        _text_alignments(cfg, translator, encoded, results) if nbest == 1 else [None] * encoded.n_texts
+    )
+    lines = []
+    for ranked, alignment, given in zip(
+        translator.translations(encoded, results), alignments, _given(encoded)
+    ):
+        records = [_record(translation, score=with_scores, given=given) for translation in ranked]
+        record = records[0] if nbest == 1 else {"nbest": records}
+        if cfg.alignment and nbest == 1:
+            record["alignment"] = alignment if given else None
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return lines
+
+
+def _record(translation: Translation, *, score: bool, given: bool) -> dict[str, Any]:
+    record = translation.to_json()
+    if score:
+        record["score"] = round(translation.score, 4) if given else None
+    return record
+
+
+def _translations(
+    translator: Translator, encoded: EncodedInput, results: list[list[Hypothesis]], *, confidence: bool
+) -> list[list[Translation]]:
+    """Per text, its n-best Translations, with their confidence only when asked for."""
+    if confidence:
+        return translator.translations(encoded, results)
+    return [
+        [Translation(text, score) for text, score in ranked]
+        for ranked in translator.join_pieces(encoded, results)
+    ]
+
+
+def _given(encoded: EncodedInput) -> list[bool]:
+    """Per text, whether it had anything to translate (an empty or blank line has no tokens)."""
+    given = [False] * encoded.n_texts
+    for owner, source in zip(encoded.owners, encoded.sources):
+        given[owner] = given[owner] or bool(source)
+    return given
+
+
+def _text_alignments(
+    cfg: DictConfig, translator: Translator, encoded: EncodedInput, results: list[list[Hypothesis]]
+) -> list[str | None]:
+    """Per text, its pieces' alignments joined with spaces (None unless alignment or attention_dir is
+    set; the pictures are saved on the way)."""
+    if not (cfg.alignment or cfg.attention_dir):
+        return [None] * encoded.n_texts
     pieces: list[list[str]] = [[] for _ in range(encoded.n_texts)]
-    for owner, nbest, alignment in zip(encoded.owners, results, alignments):
-        text = format_line(
-            nbest, translator, scores=bool(cfg.scores), alignment=alignment if cfg.alignment else None
-        )
-        pieces[owner].append(text)
+    for owner, alignment in zip(
+        encoded.owners, alignments_and_pictures(cfg, translator, encoded.sources, results)
+    ):
+        pieces[owner].append(alignment or "")
     return [" ".join(p for p in parts if p) for parts in pieces]
 
 
@@ -194,15 +282,21 @@ def write_report(
     path.write_text(json.dumps(report, indent=2) + "\n")
 
 
-def nbest_lines(owners: list[int], results: list[list[Hypothesis]], translator: Translator) -> list[str]:
-    """n-best lists in Moses format; a long line split into pieces lists each piece's hypotheses."""
+def nbest_lines(
+    owners: list[int], results: list[list[Hypothesis]], translator: Translator, *, confidence: bool = False
+) -> list[str]:
+    """n-best lists in Moses format; a long line split into pieces lists each piece's hypotheses. With
+    `confidence`, a fourth field: each hypothesis' confidence (empty for an empty input line)."""
     lines = []
     for owner, nbest in zip(owners, results):
         if not nbest:
-            lines.append(f"{owner} |||  ||| 0.0000")
+            lines.append(f"{owner} |||  ||| 0.0000" + (" ||| " if confidence else ""))
         for hypothesis in nbest:
             text = translator.detokenize(hypothesis.tokens)
-            lines.append(f"{owner} ||| {text} ||| {hypothesis.score:.4f}")
+            line = f"{owner} ||| {text} ||| {hypothesis.score:.4f}"
+            if confidence:
+                line += f" ||| {confidence_of([hypothesis], translator.tgt_tokenizer).confidence:.4f}"
+            lines.append(line)
     return lines
 
 
@@ -220,15 +314,17 @@ def _read(source: str, encoding_errors: str) -> list[str]:
 
 
 def _search_with_progress(
-    cfg: DictConfig, translator: Translator, sources: list[list[int]], prefixes: list[list[int]] | None
-) -> list[list[Hypothesis]]:
+    cfg: DictConfig, translator: Translator, sources: list[list[int]], prefixes: list[list[int]] | None,
+    *, confidence: bool,
+) -> list[list[Hypothesis]]:  # fmt: skip
     show = progress_bar_setting(cfg.progress_bar)
     use_bar = (sys.stderr.isatty() and cfg.input != "-") if show is None else show
     bar = tqdm(total=len(sources), unit="sent", desc="translate", file=sys.stderr) if use_bar else None
     try:
         return translator.search(
-            sources, max_tokens=int(cfg.max_tokens), prefixes=prefixes, on_batch=bar.update if bar else None
-        )
+            sources, max_tokens=int(cfg.max_tokens), prefixes=prefixes, on_batch=bar.update if bar else None,
+            confidence=confidence,
+        )  # fmt: skip
     finally:
         if bar is not None:
             bar.close()

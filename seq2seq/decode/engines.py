@@ -43,8 +43,9 @@ class TorchEngine:
 
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
-        prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None,
+        prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
     ) -> list[list[Hypothesis]]:  # fmt: skip
+        """`confidence` changes nothing here: our searches always record each token's log-probability."""
         return search_ids(
             self.model, sources, options=options, ids=self.ids, device=self.device, max_tokens=max_tokens,
             precision=self.precision, prefixes=prefixes, on_batch=on_batch,
@@ -57,7 +58,8 @@ class CTranslate2Engine:
     Differences a user may see: CTranslate2 normalises beam scores by length ** length_penalty (ours
     uses the GNMT penalty) and gives forced prefix tokens no score, and its output limit is one number
     per call, so each token-budget batch gets the largest limit floor(max_len_a * length + max_len_b)
-    of its sentences, within every sentence's room in the model's positions (`batch_limit`).
+    of its sentences, within every sentence's room in the model's positions (`batch_limit`). Per-token
+    log-probabilities (confidence) mean what ours mean: `score_tokens` computes them by teacher forcing.
     """
 
     name = "ctranslate2"
@@ -82,8 +84,9 @@ class CTranslate2Engine:
 
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
-        prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None,
+        prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
     ) -> list[list[Hypothesis]]:  # fmt: skip
+        """`confidence`: each hypothesis also gets its per-token log-probabilities (`score_tokens`)."""
         results: list[list[Hypothesis]] = [[] for _ in sources]
         todo = [i for i, source in enumerate(sources) if source]
         if options.sampling:
@@ -92,6 +95,8 @@ class CTranslate2Engine:
             indices = [todo[i] for i in batch]
             forced = None if prefixes is None else [list(prefixes[i]) for i in indices]
             outputs = self._search_batch([sources[i] for i in indices], forced, options)
+            if confidence:
+                self.score_tokens([sources[i] for i in indices], outputs)
             for index, nbest in zip(indices, outputs):
                 results[index] = nbest
             if on_batch is not None:
@@ -134,6 +139,29 @@ class CTranslate2Engine:
         tokens = [self.tgt_tokenizer.piece_to_id(piece) for piece in pieces]
         return Hypothesis(tokens=tokens, score=float(score), log_prob=float(score))
 
+    def score_tokens(self, sources: list[list[int]], outputs: list[list[Hypothesis]]) -> None:
+        """Fill each hypothesis' `positional_scores` (and `log_prob`, their sum) with the model's own
+        log-probability of every output token and the final eos, as ours mean them: CTranslate2's
+        search scores are length-normalised sums and give forced prefix tokens none, so the outputs
+        are scored again by teacher forcing (score_batch: one forward pass of the batch), prefix
+        tokens included. Costs that pass only when confidence is asked for."""
+        rows = [(source, hypothesis) for source, nbest in zip(sources, outputs) for hypothesis in nbest]
+        if not rows:
+            return
+        scored = self._score_batch([source for source, _ in rows], [h.tokens for _, h in rows])
+        for (_, hypothesis), log_probs in zip(rows, scored):
+            hypothesis.positional_scores = log_probs
+            hypothesis.log_prob = float(sum(log_probs))
+
+    def _score_batch(self, sources: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
+        """Translator.score_batch: sources without eos and outputs without bos / eos (it adds them);
+        one log-probability per output token, then eos's."""
+        results = self.runner.score_batch(
+            [_pieces(self.src_tokenizer, source[:-1]) for source in sources],
+            [_pieces(self.tgt_tokenizer, output) for output in outputs], max_input_length=0,
+        )  # fmt: skip
+        return [_checked(list(result.log_probs), len(output) + 1) for result, output in zip(results, outputs)]
+
 
 class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
     """An exported decoder-only model run by CTranslate2's Generator.
@@ -172,6 +200,20 @@ class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
             results.append([self._hypothesis(start + h, s) for h, s in zip(output.sequences, output.scores)])
         return results
 
+    def _score_batch(self, sources: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
+        """Generator.score_batch over `source <tag> output </s>` (the prompt as `_search_batch` builds it,
+        a forced prefix being part of the output): it gives one log-probability per token after the
+        first; the last len(output) + 1 are the output's and eos's."""
+        tag, eos = [self.ids.bos], [self.ids.eos]
+        results = self.runner.score_batch(
+            [_pieces(self.src_tokenizer, source) + _pieces(self.tgt_tokenizer, [*tag, *output, *eos])
+             for source, output in zip(sources, outputs)], max_input_length=0,
+        )  # fmt: skip
+        return [
+            _checked(list(result.log_probs)[-(len(output) + 1) :], len(output) + 1)
+            for result, output in zip(results, outputs)
+        ]
+
     def output_room(self, src: torch.Tensor) -> torch.Tensor:
         """As DecoderOnly.output_room: max_positions - source - tag, per sentence (the Translator's
         input limit asks it). Shapes: src (B, S) right-padded -> (B,)."""
@@ -195,6 +237,13 @@ class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
 
 def _pieces(tokenizer: Tokenizer, ids: Sequence[int]) -> list[str]:
     return [tokenizer.id_to_piece(i) for i in ids]
+
+
+def _checked(log_probs: list[float], expected: int) -> list[float]:
+    """CTranslate2's per-token log-probabilities of one output, which must number `expected`."""
+    if len(log_probs) != expected:
+        raise RuntimeError(f"CTranslate2 scored {len(log_probs)} tokens of an output of {expected - 1} + eos")
+    return [float(value) for value in log_probs]
 
 
 def batch_limit(

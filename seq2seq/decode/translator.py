@@ -5,6 +5,7 @@
     translator = Translator.from_checkpoint("runs/quickstart/best.pt")
     translator.translate(["In the beginning was the Word."])        # beam 5 -> ["En el principio ..."]
     translator.translate(texts, beam_size=8, nbest=3, return_scores=True)  # 3 (text, score) per text
+    translator.translate(texts, return_confidence=True)  # a Translation per text: text, score, confidence
 
 Search settings: beam 5 with the model's own length_penalty and max_len_a when training tuned them
 (seq2seq.decode.tuned), else the built-in defaults; `options=` or translate()'s arguments override them.
@@ -29,6 +30,7 @@ from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
+from seq2seq.decode.confidence import Translation, confidence_of
 from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_model
 from seq2seq.decode.exported import METADATA_FILE, load_exported
 from seq2seq.decode.loading import load_ensemble
@@ -147,15 +149,18 @@ class Translator:
         max_len_a: float | None = None,
         max_len_b: int | None = None,
         return_scores: bool = False,
+        return_confidence: bool = False,
         max_tokens: int = 4096,
         options: SearchOptions | None = None,
         prefixes: Sequence[str] | None = None,
     ) -> list[Any]:
         """Translations of `texts`, in order. Arguments left None keep `options` (default: this
         Translator's). Returns one string per text; with `return_scores`, (text, score) pairs; with
-        nbest > 1, a list of nbest of those per text. A text split into pieces joins the pieces'
-        k-th hypotheses, and its score is the sum of theirs. `prefixes` (one per text, "" for none)
-        forces the start of each translation; forced tokens count in the score.
+        `return_confidence`, a `Translation` (text, score, confidence, mean_log_prob, tokens, token_probs:
+        seq2seq.decode.confidence), whatever `return_scores` says; with nbest > 1, a list of nbest of
+        those per text. A text split into pieces joins the pieces' k-th hypotheses, its score is the sum
+        of theirs and its confidence their tokens' together. `prefixes` (one per text, "" for none)
+        forces the start of each translation; forced tokens count in the score and the confidence.
         """
         options = (options or self.options).replace(
             beam_size=beam_size, nbest=nbest, length_penalty=length_penalty, max_len_a=max_len_a,
@@ -163,9 +168,14 @@ class Translator:
         )  # fmt: skip
         encoded = self.encode(texts)
         forced = None if prefixes is None else self.encode_prefixes(prefixes, encoded)
-        results = self.search(encoded.sources, options, max_tokens=max_tokens, prefixes=forced)
-        joined = self.join_pieces(encoded, results)
-        shaped = [[(text, score) if return_scores else text for text, score in nbest] for nbest in joined]
+        results = self.search(
+            encoded.sources, options, max_tokens=max_tokens, prefixes=forced, confidence=return_confidence
+        )
+        if return_confidence:
+            shaped: list[list[Any]] = self.translations(encoded, results)
+        else:
+            joined = self.join_pieces(encoded, results)
+            shaped = [[(text, score) if return_scores else text for text, score in nbest] for nbest in joined]
         return shaped if options.nbest > 1 else [nbest[0] for nbest in shaped]
 
     # ------------------------------------------------------------------ the steps, for the CLI
@@ -214,11 +224,15 @@ class Translator:
         max_tokens: int = 4096,
         prefixes: list[list[int]] | None = None,
         on_batch: Callable[[int], Any] | None = None,
+        confidence: bool = False,
     ) -> list[list[Hypothesis]]:
-        """The n-best hypotheses of every source (token ids ending in eos; [] gives [])."""
+        """The n-best hypotheses of every source (token ids ending in eos; [] gives []). `confidence`:
+        every hypothesis carries its per-token log-probabilities (`positional_scores`, eos included), as
+        `translations` needs them; our engine always gives them, CTranslate2 only when asked."""
         return self.engine.search(
-            sources, options or self.options, max_tokens=max_tokens, prefixes=prefixes, on_batch=on_batch
-        )
+            sources, options or self.options, max_tokens=max_tokens, prefixes=prefixes, on_batch=on_batch,
+            confidence=confidence,
+        )  # fmt: skip
 
     def detokenize(self, tokens: Sequence[int]) -> str:
         return self.tgt_tokenizer.decode(tokens)
@@ -227,17 +241,37 @@ class Translator:
         self, encoded: EncodedInput, results: list[list[Hypothesis]]
     ) -> list[list[tuple[str, float]]]:
         """Per text, its n-best (text, score) pairs: the pieces' k-th hypotheses joined with spaces."""
-        pieces: list[list[list[Hypothesis]]] = [[] for _ in range(encoded.n_texts)]
-        for owner, nbest in zip(encoded.owners, results):
-            if nbest:
-                pieces[owner].append(nbest)
-        joined = []
-        for parts in pieces:
-            depth = min((len(nbest) for nbest in parts), default=1)
-            texts = [[self.detokenize(nbest[k].tokens) for nbest in parts] for k in range(depth)]
-            scores = [sum(nbest[k].score for nbest in parts) for k in range(depth)]
-            joined.append([(" ".join(t for t in text if t), score) for text, score in zip(texts, scores)])
-        return joined
+        return [[self._joined(parts) for parts in ranks] for ranks in by_rank(encoded, results)]
+
+    def translations(self, encoded: EncodedInput, results: list[list[Hypothesis]]) -> list[list[Translation]]:
+        """`join_pieces` with each entry's confidence (seq2seq.decode.confidence): per text, its n-best
+        Translations. `results` must come from `search(..., confidence=True)`."""
+        return [
+            [
+                Translation.of(*self._joined(parts), confidence_of(parts, self.tgt_tokenizer))
+                for parts in ranks
+            ]
+            for ranks in by_rank(encoded, results)
+        ]
+
+    def _joined(self, parts: list[Hypothesis]) -> tuple[str, float]:
+        """(text, score) of the pieces' hypotheses: texts joined with spaces, scores summed."""
+        texts = (self.detokenize(hypothesis.tokens) for hypothesis in parts)
+        return " ".join(text for text in texts if text), sum(hypothesis.score for hypothesis in parts)
+
+
+def by_rank(encoded: EncodedInput, results: list[list[Hypothesis]]) -> list[list[list[Hypothesis]]]:
+    """Per text, per rank k (as deep as its shallowest piece's n-best list), the pieces' k-th hypotheses
+    in order; an empty text has one rank with no pieces."""
+    pieces: list[list[list[Hypothesis]]] = [[] for _ in range(encoded.n_texts)]
+    for owner, nbest in zip(encoded.owners, results):
+        if nbest:
+            pieces[owner].append(nbest)
+    ranks = []
+    for parts in pieces:
+        depth = min((len(nbest) for nbest in parts), default=1)
+        ranks.append([[nbest[k] for nbest in parts] for k in range(depth)])
+    return ranks
 
 
 def _resolved(
@@ -322,4 +356,12 @@ def _engine_for(paths: list[Path], engine: str) -> str:
     return engine
 
 
-__all__ = ["DEFAULT_OPTIONS", "ENGINES", "LONG_LINE_POLICIES", "EncodedInput", "Translator"]
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "ENGINES",
+    "LONG_LINE_POLICIES",
+    "EncodedInput",
+    "Translation",
+    "Translator",
+    "by_rank",
+]

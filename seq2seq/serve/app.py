@@ -27,7 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seq2seq.serve.batcher import BatchingTranslator
+from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.metrics import Metrics
 from seq2seq.serve.requests import (
     CLIENT_CLOSED,
@@ -137,19 +137,31 @@ async def _translate(
         body = await asyncio.wait_for(read_limited(request, limits.max_body_bytes), timeout)
     except asyncio.TimeoutError:
         raise HTTPError(408, f"the body did not arrive within request_timeout_s={timeout:g} s") from None
-    texts, options = parse_request(body, limits, batcher.translator.options)
+    texts, options, confidence = parse_request(body, limits, batcher.translator.options)
     encoded = encode_request(batcher.translator, texts)
-    nbest = await _while_client_waits(batcher.translate(encoded, options), request, deadline, timeout)
+    work = batcher.translate(encoded, options, confidence=confidence)
+    nbest = await _while_client_waits(work, request, deadline, timeout)
     milliseconds = (time.perf_counter() - start) * 1000
     answer: dict[str, Any] = {"model": name, "milliseconds": round(milliseconds, 1)}
-    if options.nbest == 1:
-        answer["translations"] = [pairs[0][0] for pairs in nbest]
-    else:
-        answer["translations"] = [[text for text, _ in pairs] for pairs in nbest]
-        answer["scores"] = [[round(score, 4) for _, score in pairs] for pairs in nbest]
+    answer.update(_translations(nbest, nbest=options.nbest, confidence=confidence))
     log.info("POST /translate: %d sentence(s), %d characters, beam %d, %.0f ms",
              len(texts), sum(map(len, texts)), options.beam_size, milliseconds)  # fmt: skip
     return JSONResponse(answer)
+
+
+def _translations(answer: Answer, *, nbest: int, confidence: bool) -> dict[str, Any]:
+    """The answer's "translations" (and "scores" with nbest > 1): per text a string, or with
+    `confidence` an object {"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}
+    (seq2seq.decode.confidence); with nbest > 1, a list of those per text."""
+    if confidence:
+        shown = [[translation.to_json() for translation in ranked] for ranked in answer]
+        scores = [[translation.score for translation in ranked] for ranked in answer]
+    else:
+        shown = [[text for text, _ in ranked] for ranked in answer]
+        scores = [[score for _, score in ranked] for ranked in answer]
+    if nbest == 1:
+        return {"translations": [ranked[0] for ranked in shown]}
+    return {"translations": shown, "scores": [[round(score, 4) for score in ranked] for ranked in scores]}
 
 
 async def _while_client_waits(work: Awaitable[T], request: Request, deadline: float, timeout: float) -> T:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from seq2seq.decode.confidence import Translation
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import EncodedInput, Translator
 from seq2seq.errors import UserError
@@ -42,7 +43,8 @@ from seq2seq.serve.requests import HTTPError
 
 log = logging.getLogger("seq2seq.serve")
 _STOP = object()  # put in the queue by close(): finish what is queued, then end the worker
-Answer = list[list[tuple[str, float]]]  # per text, its n-best (translation, score) pairs
+# Per text, its n-best (translation, score) pairs; Translations (with their confidence) when asked for.
+Answer = list[list[tuple[str, float]]] | list[list[Translation]]
 
 
 @dataclass(eq=False)
@@ -51,6 +53,7 @@ class _Job:
     options: SearchOptions
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
+    confidence: bool = False  # answer with Translations, confidence included
     state: str = "queued"  # -> "started" (taken into a search) or "dropped" (its client has gone)
 
     @property
@@ -124,11 +127,15 @@ class BatchingTranslator:
         """Requests admitted and not yet searched (the queue depth max_queue bounds)."""
         return self._waiting
 
-    async def translate(self, encoded: EncodedInput, options: SearchOptions) -> Answer:
-        """Per text, its n-best (translation, score) pairs. Cancelling the call drops the request's work
-        unless its search has started; HTTPError 503 when the queue is full or the model thread gone."""
+    async def translate(
+        self, encoded: EncodedInput, options: SearchOptions, *, confidence: bool = False
+    ) -> Answer:
+        """Per text, its n-best (translation, score) pairs; with `confidence`, its n-best Translations
+        (seq2seq.decode.confidence). Requests with and without it share batches: what one asks for
+        changes no other's answer. Cancelling the call drops the request's work unless its search has
+        started; HTTPError 503 when the queue is full or the model thread gone."""
         loop = asyncio.get_running_loop()
-        job = _Job(encoded, options, loop, loop.create_future())
+        job = _Job(encoded, options, loop, loop.create_future(), confidence)
         self._admit(job)
         try:
             return await job.future
@@ -269,14 +276,19 @@ class BatchingTranslator:
         self._deliver(jobs, answers)
 
     def _search(self, jobs: list[_Job]) -> list[Answer]:
-        """Each job's answer, from one search over all their sentences."""
+        """Each job's answer, from one search over all their sentences (with the per-token
+        log-probabilities when any job asks for confidence: the search is the same either way)."""
         merged = merge([job.encoded for job in jobs])
-        results = self.translator.search(merged.sources, jobs[0].options, max_tokens=self.max_tokens)
+        # The keyword only when asked: a Translator stand-in without it serves requests that do not ask.
+        asked = {"confidence": True} if any(job.confidence for job in jobs) else {}
+        results = self.translator.search(merged.sources, jobs[0].options, max_tokens=self.max_tokens, **asked)
         joined = self.translator.join_pieces(merged, results)
+        detailed = self.translator.translations(merged, results) if asked else []
         answers, start = [], 0
         for job in jobs:
-            answers.append(joined[start : start + job.encoded.n_texts])
-            start += job.encoded.n_texts
+            end = start + job.encoded.n_texts
+            answers.append(detailed[start:end] if job.confidence else joined[start:end])
+            start = end
         return answers
 
     def _deliver(self, jobs: list[_Job], answers: list[Answer]) -> None:

@@ -23,7 +23,7 @@ from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.serve")
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logged and counted, never sent
-FIELDS = ("text", "beam_size", "nbest", "length_penalty")  # what a request body may hold
+FIELDS = ("text", "beam_size", "nbest", "length_penalty", "confidence")  # what a request body may hold
 MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
 
 
@@ -71,8 +71,11 @@ async def read_limited(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> tuple[list[str], SearchOptions]:
-    """(texts, search options) from a request body (one string counts as a list of one), or HTTPError."""
+def parse_request(
+    body: bytes, limits: Limits, defaults: SearchOptions
+) -> tuple[list[str], SearchOptions, bool]:
+    """(texts, search options, whether to answer with confidence) from a request body (one string counts
+    as a list of one), or HTTPError."""
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
@@ -96,7 +99,10 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> tuple
         )
     for index, text in enumerate(texts):
         _check_unicode(index, text)
-    return texts, _options(payload, limits, defaults)
+    confidence = payload.get("confidence", False)
+    if not isinstance(confidence, bool):
+        raise HTTPError(422, f'"confidence" must be true or false, got {json.dumps(confidence)}')
+    return texts, _options(payload, limits, defaults), confidence
 
 
 def _check_unicode(index: int, text: str) -> None:

@@ -1,0 +1,105 @@
+"""The model's confidence in a translation: each output token's probability and a sentence summary.
+
+One definition for the Translator, seq2seq-translate and seq2seq-serve:
+  * token log-probabilities: a hypothesis' `positional_scores`, the model's own log-probability of each
+    output token given the source and the tokens before it, the final eos included (constraints only
+    forbid tokens, forced prefix tokens keep theirs, sampling chooses with temperature / top-k / top-p
+    but records the untempered value; an ensemble's is the mean of its members' log-probabilities);
+  * `token_probs`: their exponents, one per output piece plus one for "</s>";
+  * `mean_log_prob`: their mean; `confidence` = exp(mean_log_prob), the geometric mean of the token
+    probabilities, in (0, 1].
+A text translated in pieces (long_lines=split) has its pieces' tokens and log-probabilities
+concatenated, every piece's "</s>" included, and the mean taken over all of them. An empty text has
+no tokens: confidence and mean_log_prob are None.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.common import Hypothesis
+
+JSON_DIGITS = 6  # significant digits of the numbers in JSON answers (the CLI's jsonl, the server)
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """A translation's confidence (module docstring); all None / empty for an empty text."""
+
+    mean_log_prob: float | None = None
+    confidence: float | None = None
+    tokens: list[str] = field(default_factory=list)  # output pieces, each piece's "</s>" included
+    token_probs: list[float] = field(default_factory=list)  # one per entry of `tokens`
+
+    def to_json(self) -> dict[str, Any]:
+        """The four fields as JSON values, numbers rounded to JSON_DIGITS significant digits."""
+        return {
+            "confidence": _rounded(self.confidence),
+            "mean_log_prob": _rounded(self.mean_log_prob),
+            "tokens": list(self.tokens),
+            "token_probs": [_rounded(p) for p in self.token_probs],
+        }
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One translation with its confidence: what `Translator.translate(..., return_confidence=True)`
+    returns per text (or per n-best entry). `score` is the search's (log-probability over the length
+    penalty; the sum of the pieces' for a split text), the other fields are `Confidence`'s."""
+
+    text: str
+    score: float
+    confidence: float | None = None
+    mean_log_prob: float | None = None
+    tokens: list[str] = field(default_factory=list)
+    token_probs: list[float] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, text: str, score: float, confidence: Confidence) -> Translation:
+        return cls(text, score, confidence.confidence, confidence.mean_log_prob, confidence.tokens,
+                   confidence.token_probs)  # fmt: skip
+
+    def details(self) -> Confidence:
+        return Confidence(self.mean_log_prob, self.confidence, self.tokens, self.token_probs)
+
+    def to_json(self) -> dict[str, Any]:
+        """{"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}, as seq2seq-translate's
+        jsonl lines and seq2seq-serve's answers write it (`score` is the caller's to add)."""
+        return {"translation": self.text, **self.details().to_json()}
+
+
+def token_log_probs(hypothesis: Hypothesis) -> list[float]:
+    """The hypothesis' per-token log-probabilities (its tokens, then eos), checked to be there."""
+    scores = hypothesis.positional_scores
+    if scores is None or len(scores) != len(hypothesis.tokens) + 1:
+        raise ValueError("the hypothesis has no per-token log-probabilities; search with confidence=True")
+    return [float(score) for score in scores]
+
+
+def confidence_of(pieces: Sequence[Hypothesis], tokenizer: Tokenizer) -> Confidence:
+    """The confidence of one text from its pieces' hypotheses, in order (one for a text that was not
+    split, none for an empty text)."""
+    tokens: list[str] = []
+    log_probs: list[float] = []
+    eos = tokenizer.id_to_piece(tokenizer.eos_id)
+    for hypothesis in pieces:
+        log_probs.extend(token_log_probs(hypothesis))
+        tokens.extend([*(tokenizer.id_to_piece(i) for i in hypothesis.tokens), eos])
+    if not log_probs:
+        return Confidence()
+    mean = math.fsum(log_probs) / len(log_probs)
+    return Confidence(mean, math.exp(mean), tokens, [math.exp(value) for value in log_probs])
+
+
+def _rounded(value: float | None) -> float | None:
+    """`value` to JSON_DIGITS significant digits; None for None and for what JSON cannot hold (-inf)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(f"{value:.{JSON_DIGITS}g}")
+
+
+__all__ = ["JSON_DIGITS", "Confidence", "Translation", "confidence_of", "token_log_probs"]
