@@ -6,10 +6,11 @@ files.py       atomic writes (temporaries named by host and process)
 checkpoint.py  the checkpoint file format
 precision.py   fp32 or bf16: the choice `auto` makes, and the one autocast context
 nn/            pure building blocks: positions, attention backends, attention, KV cache, layers
-model/         Encoder, Decoder, Seq2Seq and the builder that wires them
+model/         the three families (encoder-decoder, decoder-only, encoder-only) and their builders
 data/          corpora, sentencepiece, encoded corpora on disk, token-budget batching
 decode/        search (greedy, beam, sampling), the Translator, scoring
 train/         loss, schedules, optimizer, the training loop, validation, reporting
+qe/            quality estimation: labels, the QE corpus, its training task, the QualityEstimator
 export/        converters to inference engines
 serve/         the HTTP server
 cli/           the command-line entry points (Hydra)

@@ -1,5 +1,5 @@
 """Imports point one way:
-errors/files/checkpoint/precision -> nn -> model -> data -> decode -> train -> export/serve -> cli.
+errors/files/checkpoint/precision -> nn -> model -> data -> decode -> train -> qe -> export/serve -> cli.
 
 Every `import seq2seq...` in the package (function-level ones included) is read from the source with
 `ast`, so a lazy import that breaks the order is caught as well as a top-level one.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "seq2seq"
-LAYERS = ["errors", "files", "checkpoint", "precision", "nn", "model", "data", "decode", "train", "export",
+LAYERS = ["errors", "files", "checkpoint", "precision", "nn", "model", "data", "decode", "train", "qe", "export",
           "serve", "cli"]  # fmt: skip
 
 

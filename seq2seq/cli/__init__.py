@@ -9,6 +9,9 @@ export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory
 serve.py          seq2seq-serve: the HTTP server's settings, checked before the model loads
 score.py          seq2seq-score: BLEU, chrF, TER with sacreBLEU signatures (--flags: it takes file lists)
 average.py        seq2seq-average: average the weights of the last checkpoints (--flags, as fairseq's)
+qe_data.py        seq2seq-qe-data: translate a parallel corpus with checkpoints, label outputs: a QE corpus
+qe_train.py       seq2seq-qe-train: train an encoder-only QE model with the training loop of seq2seq-train
+qe.py             seq2seq-qe: score translations with a QE model, one line per input line
 recipe_choice.py  which 30-minute recipe the quickstart trains, by native bf16 and the number of cores
 schemas.py        typed schemas that check config values when Hydra composes them
 renamed_keys.py   a one-line error naming the new key when an override uses a renamed one

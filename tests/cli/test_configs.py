@@ -25,25 +25,31 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
 
 
+QE_MODELS = [option for option in options("model") if option.startswith("encoder_only")]  # seq2seq-qe-train's
+
+
 def compose_train(*overrides: str):
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose("train", overrides=list(overrides))
 
 
-GROUP_CHOICES = [
-    (group, option)
-    for group in (
-        "model",
-        "model/positional",
-        "model/attention",
-        "optim",
-        "schedule",
-        "loss",
-        "decode",
-        "data",
-    )
-    for option in options(group)
-] + [("experiment", option) for option in options("experiment")]
+GROUP_CHOICES = (
+    [
+        (group, option)
+        for group in (
+            "model/positional",
+            "model/attention",
+            "optim",
+            "schedule",
+            "loss",
+            "decode",
+            "data",
+        )
+        for option in options(group)
+    ]
+    + [("model", option) for option in options("model") if option not in QE_MODELS]
+    + [("experiment", option) for option in options("experiment")]
+)
 
 
 @pytest.mark.parametrize(("group", "option"), GROUP_CHOICES, ids=lambda x: str(x))
@@ -65,10 +71,30 @@ def test_every_option_composes_and_instantiates(group: str, option: str) -> None
     assert scheduler.get_last_lr()[0] > 0
 
 
-@pytest.mark.parametrize("name", ["translate", "prepare"])
-def test_other_entry_point_configs_compose(name: str) -> None:
+@pytest.mark.parametrize("option", QE_MODELS)
+def test_every_qe_model_composes_in_qe_train_and_instantiates(option: str) -> None:
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose(name, overrides=["checkpoint=x.pt"] if name == "translate" else [])
+        cfg = compose("qe_train", overrides=[f"model={option}", "data_dir=x"])
+    check_targets(cfg)
+    OmegaConf.to_container(cfg, resolve=True)
+    model = instantiate(cfg.model, src_vocab_size=50, tgt_vocab_size=40, pad_id=0, _convert_="all")
+    scheduler = ScheduledLR(instantiate(cfg.optim)(model), instantiate(cfg.schedule))
+    assert model(torch.tensor([[5, 3]]), torch.tensor([[6, 7, 3]])).shape == (1, 1)
+    assert scheduler.get_last_lr()[0] > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [
+        ("translate", ["checkpoint=x.pt"]),
+        ("prepare", []),
+        ("qe", ["checkpoint=x.pt", "input=a", "hypotheses=b"]),
+        ("qe_data", ["output_dir=x", "train_passes=[{checkpoint: a.pt}]", "dev_passes=[{checkpoint: a.pt}]"]),
+    ],
+)
+def test_other_entry_point_configs_compose(name: str, overrides: list[str]) -> None:
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose(name, overrides=overrides)
     assert OmegaConf.to_container(cfg, resolve=True)
 
 
