@@ -16,7 +16,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.tuned import PAYLOAD_KEY
 from seq2seq.errors import UserError
-from seq2seq.model import build_from_config
+from seq2seq.model import TRANSLATING_FAMILIES, build_from_config
 from seq2seq.nn.backends import xformers_installed
 
 log = logging.getLogger(__name__)
@@ -80,9 +80,15 @@ def usable_model_config(config: dict[str, Any], device: torch.device) -> dict[st
 
 
 def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:
-    """One checkpoint as it is, or several as an Ensemble; their tokenizers must be the same. An ensemble
+    """One checkpoint as it is, or several as an Ensemble, of translation models (not a QE model); their
+    tokenizers must be the same. An ensemble
     has the first model's config, tuned decoding settings and tokenizers."""
     members = [load_for_inference(path, device) for path in paths]
+    for path, member in zip(paths, members):
+        if getattr(member.model, "family", None) not in TRANSLATING_FAMILIES:
+            raise UserError(f"{path} holds a quality-estimation model ({member.model.family}), which scores "
+                            "translations but does not make them; use seq2seq-qe, or pass a translation "
+                            "checkpoint")  # fmt: skip
     if len(members) == 1:
         return members[0]
     first = members[0]

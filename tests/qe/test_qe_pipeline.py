@@ -15,6 +15,7 @@ import torch
 from commands import ENV, KILL_AFTER_SAVE, error_line, run_module
 from sacrebleu.metrics import CHRF
 
+from seq2seq import Translator, UserError
 from seq2seq.decode.text_input import clean_line, read_text_lines
 from seq2seq.qe.corpus import read_qe_corpus
 from seq2seq.qe.scorer import QualityEstimator
@@ -114,6 +115,8 @@ def test_qe_training_resumes_exactly_and_seq2seq_qe_scores_as_python_does(
     expected_scores = QualityEstimator.from_checkpoint(whole / "best.pt").score(dev.sources, dev.translations)
     assert lines[:-1] == [f"{score:.4f}" for score in expected_scores]
     assert lines[-1] == ""  # an empty pair: an empty line, and the line count kept
+    with pytest.raises(UserError, match=r"holds a quality-estimation model .* use seq2seq-qe"):
+        Translator.from_checkpoint(whole / "best.pt")
 
 
 def test_a_qe_run_refuses_a_translation_corpus_dir_and_train_refuses_encoder_only(
