@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, number_setting, pick_device
 from seq2seq.cli.renamed_keys import refuse_renamed_keys
+from seq2seq.cli.translate import quality_model, rerank_weight
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
@@ -53,14 +54,16 @@ def serve(cfg: DictConfig) -> None:
     metrics = Metrics()
     decode = OmegaConf.to_container(cfg.decode)  # keys left null: the model's own tuned values, if any
     SearchOptions.from_config(decode)  # checked now, before the model loads
+    weight = rerank_weight(cfg)  # likewise
 
     def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
         if settings["threads"]:
             torch.set_num_threads(settings["threads"])
+        device = pick_device(str(cfg.device))
         translator = Translator.from_checkpoint(
-            checkpoint, engine=str(cfg.engine), device=pick_device(str(cfg.device)),
-            precision=str(cfg.precision), options=decode,
+            checkpoint, engine=str(cfg.engine), device=device, precision=str(cfg.precision), options=decode,
             max_input_tokens=settings["max_input_tokens"], long_lines=str(cfg.long_lines),
+            quality=quality_model(cfg, device), rerank_weight=weight,
         )  # fmt: skip
         translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user
         return translator

@@ -29,23 +29,29 @@ from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, prog
 from seq2seq.decode.attention_plot import column_labels, save_attention_png
 from seq2seq.decode.common import Hypothesis
 from seq2seq.decode.confidence import Translation, confidence_of
+from seq2seq.decode.rerank import check_weight
 from seq2seq.decode.search import pad_batch
 from seq2seq.decode.text_input import read_text_lines
 from seq2seq.decode.translator import EncodedInput, Translator
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
+from seq2seq.qe.scorer import QualityEstimator
 
 log = logging.getLogger("seq2seq.translate")
 CONFIDENCE_FORMATS = ("tsv", "jsonl")
 
 
-def format_line(translation: Translation, *, scores: bool, confidence: bool, alignment: str | None) -> str:
-    """The columns of one non-empty input line's output: text [score] [confidence] [alignment]."""
+def format_line(
+    translation: Translation, *, scores: bool, confidence: bool, alignment: str | None, qe: bool = False
+) -> str:
+    """The columns of one non-empty input line's output: text [score] [confidence] [qe] [alignment]."""
     text = translation.text
     if scores:
         text += f"\t{translation.score:.4f}"
     if confidence:
         text += f"\t{translation.confidence:.4f}"
+    if qe:
+        text += f"\t{translation.qe:.4f}"
     if alignment is not None:
         text += f"\t{alignment}"
     return text
@@ -125,9 +131,14 @@ def translate(cfg: DictConfig) -> None:
         format="%(asctime)s %(levelname)s %(message)s",
         datefmt="%H:%M:%S",
     )
+    device = pick_device(str(cfg.device))
+    weight = rerank_weight(cfg)
+    quality = quality_model(cfg, device)
     translator = Translator.from_checkpoint(
         checkpoint_paths(cfg.checkpoint),
-        device=pick_device(str(cfg.device)),
+        device=device,
+        quality=quality,
+        rerank_weight=weight,
         engine=str(cfg.engine),
         precision=str(cfg.precision),
         options=OmegaConf.to_container(cfg.decode),
@@ -153,7 +164,7 @@ def translate(cfg: DictConfig) -> None:
     )  # fmt: skip
     start = time.perf_counter()
     results = _search_with_progress(
-        cfg, translator, encoded.sources, forced, confidence=confidence is not None
+        cfg, translator, encoded.sources, forced, confidence=confidence is not None or quality is not None
     )
     seconds = time.perf_counter() - start
     output = cfg.output if cfg.output == "-" else hydra.utils.to_absolute_path(cfg.output)
@@ -167,6 +178,26 @@ def translate(cfg: DictConfig) -> None:
         write_report(
             Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds
         )
+
+
+def quality_model(cfg: DictConfig, device: torch.device) -> QualityEstimator | None:
+    """The QE model of qe_checkpoint= (None when not set): it scores every translation."""
+    if not cfg.qe_checkpoint:
+        return None
+    path = hydra.utils.to_absolute_path(str(cfg.qe_checkpoint))
+    return QualityEstimator.from_checkpoint(path, device=device, precision=str(cfg.precision))
+
+
+def rerank_weight(cfg: DictConfig) -> float | None:
+    """rerank=qe's weight (None without re-ranking); rerank=qe needs qe_checkpoint= (checked before any
+    model loads: seq2seq-serve calls this too)."""
+    if cfg.rerank is None:
+        return None
+    if cfg.rerank != "qe":
+        raise UserError(f"rerank={cfg.rerank!r} is not supported; choose qe (with qe_checkpoint=), or null")
+    if not cfg.qe_checkpoint:
+        raise UserError("rerank=qe needs a QE model: pass qe_checkpoint= (seq2seq-qe-train's best.pt)")
+    return check_weight(cfg.rerank_weight)
 
 
 def confidence_setting(cfg: DictConfig) -> str | None:
@@ -186,11 +217,12 @@ def output_lines(
     """One line per input line, its columns as `format_line` writes them. A split line's pieces are
     joined: texts with spaces, scores summed, the confidence over all their tokens, alignments with
     spaces (each piece's positions counted from its own start)."""
-    best = [nbest[0] for nbest in _translations(translator, encoded, results, confidence=confidence)]
+    qe = translator.quality is not None
+    best = [nbest[0] for nbest in _translations(translator, encoded, results, confidence=confidence or qe)]
     alignments = _text_alignments(cfg, translator, encoded, results)
     return [
         format_line(translation, scores=bool(cfg.scores), confidence=confidence,
-                    alignment=alignment if cfg.alignment else None) if given else ""
+                    alignment=alignment if cfg.alignment else None, qe=qe) if given else ""
         for translation, alignment, given in zip(best, alignments, _given(encoded))
     ]  # fmt: skip
 

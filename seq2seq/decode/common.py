@@ -64,6 +64,7 @@ class Hypothesis:
     score: float
     log_prob: float
     positional_scores: list[float] | None = field(default=None, repr=False)
+    qe: float | None = field(default=None, repr=False)  # a quality estimate, when a QE model scored it
 
 
 @dataclass

@@ -57,19 +57,24 @@ class Translation:
     mean_log_prob: float | None = None
     tokens: list[str] = field(default_factory=list)
     token_probs: list[float] = field(default_factory=list)
+    qe: float | None = None  # the QE model's estimate (seq2seq.decode.rerank), when the Translator has one
 
     @classmethod
-    def of(cls, text: str, score: float, confidence: Confidence) -> Translation:
+    def of(cls, text: str, score: float, confidence: Confidence, qe: float | None = None) -> Translation:
         return cls(text, score, confidence.confidence, confidence.mean_log_prob, confidence.tokens,
-                   confidence.token_probs)  # fmt: skip
+                   confidence.token_probs, qe)  # fmt: skip
 
     def details(self) -> Confidence:
         return Confidence(self.mean_log_prob, self.confidence, self.tokens, self.token_probs)
 
     def to_json(self) -> dict[str, Any]:
         """{"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}, as seq2seq-translate's
-        jsonl lines and seq2seq-serve's answers write it (`score` is the caller's to add)."""
-        return {"translation": self.text, **self.details().to_json()}
+        jsonl lines and seq2seq-serve's answers write it (`score` is the caller's to add), and "qe" when
+        a QE model scored the translation."""
+        record = {"translation": self.text, **self.details().to_json()}
+        if self.qe is not None:
+            record["qe"] = _rounded(self.qe)
+        return record
 
 
 def token_log_probs(hypothesis: Hypothesis) -> list[float]:

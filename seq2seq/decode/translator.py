@@ -35,6 +35,7 @@ from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_m
 from seq2seq.decode.exported import METADATA_FILE, load_exported
 from seq2seq.decode.loading import load_ensemble
 from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.rerank import QualityScorer, attach_quality, check_weight, rerank
 from seq2seq.decode.text_input import clean_line
 from seq2seq.decode.tuned import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
 from seq2seq.errors import UserError
@@ -76,7 +77,11 @@ class Translator:
         long_lines: str = "truncate",
         step: int = 0,
         languages: tuple[str, str] | None = None,
+        quality: QualityScorer | None = None,
+        rerank_weight: float | None = None,
     ) -> None:
+        """`quality`: a QE model (seq2seq.qe.QualityEstimator) that scores every translation; with
+        `rerank_weight`, each search keeps its beam's n-best and orders them by score + weight * QE."""
         if long_lines not in LONG_LINE_POLICIES:
             raise UserError(
                 f"long_lines={long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
@@ -86,6 +91,10 @@ class Translator:
         model = engine.model if engine.model is not None else engine  # an exported model: the engine answers
         limits = _source_limits(model, engine.max_positions, src_tokenizer.eos_id, engine.device)
         self.max_input_tokens = _input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
+        self.quality, self.rerank_weight = quality, check_weight(rerank_weight)
+        if self.rerank_weight is not None and quality is None:
+            raise UserError("re-ranking by quality needs a QE model; pass qe_checkpoint= (seq2seq-qe-train's "
+                            "best.pt), or drop rerank")  # fmt: skip
 
     @classmethod
     def from_checkpoint(
@@ -98,6 +107,8 @@ class Translator:
         options: SearchOptions | Mapping[str, Any] | None = None,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
+        quality: QualityScorer | None = None,
+        rerank_weight: float | None = None,
     ) -> Translator:
         """A checkpoint file (engine "torch"), several checkpoint files (an ensemble of their models), or
         a directory written by `seq2seq-export` (engine "ctranslate2"); "auto" tells them apart. Models and
@@ -111,7 +122,8 @@ class Translator:
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = _engine_for(paths, engine)
         requested, given = requested_options(options, DEFAULT_OPTIONS)
-        policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines}
+        policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines, "quality": quality,
+                  "rerank_weight": rerank_weight}  # fmt: skip
         check_precision(precision)
         target = torch.device(device)
         if chosen == "ctranslate2":
@@ -228,11 +240,23 @@ class Translator:
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses of every source (token ids ending in eos; [] gives []). `confidence`:
         every hypothesis carries its per-token log-probabilities (`positional_scores`, eos included), as
-        `translations` needs them; our engine always gives them, CTranslate2 only when asked."""
-        return self.engine.search(
-            sources, options or self.options, max_tokens=max_tokens, prefixes=prefixes, on_batch=on_batch,
+        `translations` needs them; our engine always gives them, CTranslate2 only when asked. With a QE
+        model every hypothesis carries its `qe` score; with a re-ranking weight the search keeps the
+        beam's n-best (beam_size of them), orders them by score + weight * qe and keeps `nbest`."""
+        options = options or self.options
+        wanted = options.nbest
+        if self.rerank_weight is not None and options.searches_beams:
+            options = options.replace(nbest=options.beam_size)
+        results = self.engine.search(
+            sources, options, max_tokens=max_tokens, prefixes=prefixes, on_batch=on_batch,
             confidence=confidence,
         )  # fmt: skip
+        if self.quality is not None:
+            texts = [self.src_tokenizer.decode(source[:-1]) if source else "" for source in sources]
+            attach_quality(self.quality, texts, results, self.detokenize)
+            if self.rerank_weight is not None:
+                results = rerank(results, self.rerank_weight, wanted)
+        return results
 
     def detokenize(self, tokens: Sequence[int]) -> str:
         return self.tgt_tokenizer.decode(tokens)
@@ -248,7 +272,9 @@ class Translator:
         Translations. `results` must come from `search(..., confidence=True)`."""
         return [
             [
-                Translation.of(*self._joined(parts), confidence_of(parts, self.tgt_tokenizer))
+                Translation.of(
+                    *self._joined(parts), confidence_of(parts, self.tgt_tokenizer), _quality(parts)
+                )
                 for parts in ranks
             ]
             for ranks in by_rank(encoded, results)
@@ -258,6 +284,12 @@ class Translator:
         """(text, score) of the pieces' hypotheses: texts joined with spaces, scores summed."""
         texts = (self.detokenize(hypothesis.tokens) for hypothesis in parts)
         return " ".join(text for text in texts if text), sum(hypothesis.score for hypothesis in parts)
+
+
+def _quality(parts: list[Hypothesis]) -> float | None:
+    """A text's QE score: its pieces' mean (None unless every piece has one)."""
+    scores = [hypothesis.qe for hypothesis in parts]
+    return None if not scores or None in scores else sum(scores) / len(scores)  # type: ignore[arg-type]
 
 
 def by_rank(encoded: EncodedInput, results: list[list[Hypothesis]]) -> list[list[list[Hypothesis]]]:

@@ -118,6 +118,17 @@ def test_qe_training_resumes_exactly_and_seq2seq_qe_scores_as_python_does(
     with pytest.raises(UserError, match=r"holds a quality-estimation model .* use seq2seq-qe"):
         Translator.from_checkpoint(whole / "best.pt")
 
+    averaged = run_module("seq2seq.cli.average", "--inputs", str(whole), "--last", "2", "--output",
+                          str(tmp_path / "averaged.pt"), cwd=tmp_path)  # fmt: skip
+    assert averaged.returncode == 0, averaged.stderr[-3000:]
+    weights = [torch.load(whole / f"checkpoint_{step}.pt", weights_only=False)["model"] for step in (2, 4)]
+    mean = torch.load(tmp_path / "averaged.pt", weights_only=False)["model"]
+    for name, value in mean.items():
+        torch.testing.assert_close(value, (weights[0][name] + weights[1][name]) / 2, msg=name)
+    assert len(
+        QualityEstimator.from_checkpoint(tmp_path / "averaged.pt").score(dev.sources, dev.translations)
+    ) == len(dev)
+
 
 def test_a_qe_run_refuses_a_translation_corpus_dir_and_train_refuses_encoder_only(
     corpus: Path, tmp_path: Path

@@ -1,0 +1,64 @@
+"""A quality estimate on every hypothesis, and n-best lists re-ranked by it.
+
+The scorer is anything with `score(sources, translations) -> [float | None]` (seq2seq.qe's
+QualityEstimator: an encoder-only model predicting each translation's sentence chrF / 100), so this
+layer needs no QE code. Scores are attached per searched piece: its source text (the piece's tokens,
+detokenized) and each n-best hypothesis' text, in one call.
+
+Re-ranking orders each n-best list by `score + weight * qe`, where `score` is the search's (the summed
+log-probability over the length penalty). The weight trades the model's view for the QE model's; it is
+tuned on dev data (benchmarks/qe.py prints the best one) and 0 keeps the beam's order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from seq2seq.decode.common import Hypothesis
+from seq2seq.errors import UserError
+
+
+class QualityScorer(Protocol):
+    def score(self, sources: Sequence[str], translations: Sequence[str]) -> list[float | None]: ...
+
+
+def attach_quality(
+    scorer: QualityScorer,
+    sources: Sequence[str],
+    results: list[list[Hypothesis]],
+    detokenize: Callable[[Sequence[int]], str],
+) -> None:
+    """Set `qe` on every hypothesis of `results` (one n-best list per entry of `sources`, the piece texts)."""
+    pairs = [(source, detokenize(h.tokens)) for source, nbest in zip(sources, results) for h in nbest]
+    if not pairs:
+        return
+    scores = iter(scorer.score([s for s, _ in pairs], [t for _, t in pairs]))
+    for nbest in results:
+        for hypothesis in nbest:
+            hypothesis.qe = next(scores)
+
+
+def check_weight(weight: float | None) -> float | None:
+    """A re-ranking weight: None (off) or a finite number; anything else is a one-line error."""
+    if weight is None:
+        return None
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+        raise UserError(
+            f"rerank_weight={weight!r} must be a finite number (e.g. 1.0), or null for no re-ranking"
+        )
+    return float(weight)
+
+
+def rerank(results: list[list[Hypothesis]], weight: float, keep: int) -> list[list[Hypothesis]]:
+    """Each n-best list by score + weight * qe, best first, cut to `keep` (a hypothesis without a QE score
+    counts as 0)."""
+
+    def key(hypothesis: Hypothesis) -> float:
+        return hypothesis.score + weight * (hypothesis.qe or 0.0)
+
+    return [sorted(nbest, key=key, reverse=True)[:keep] for nbest in results]
+
+
+__all__ = ["QualityScorer", "attach_quality", "check_weight", "rerank"]

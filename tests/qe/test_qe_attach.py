@@ -1,0 +1,140 @@
+"""A QE model attached to translation: every translation's QE score (Translator, seq2seq-translate's
+column, the server's "qe" field), and n-best re-ranking by score + weight * QE score, checked against the
+same ranking done by hand from a plain n-best search and the QE model's own scores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from commands import error_line, run_module
+from fastapi.testclient import TestClient
+from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
+
+from seq2seq import Translator
+from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.rerank import rerank
+from seq2seq.model import build_encoder_only, model_size
+from seq2seq.qe.scorer import QualityEstimator
+from seq2seq.serve.app import create_app
+from seq2seq.serve.batcher import BatchingTranslator
+from seq2seq.serve.metrics import Metrics
+from seq2seq.serve.requests import Limits
+
+OPTIONS = {"beam_size": 4, "max_len_a": 0.0, "max_len_b": 10}
+TEXTS = [*sentences(6, seed=11), ""]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(a translation checkpoint, a QE checkpoint) over the tiny tokenizer, random weights."""
+    directory = tmp_path_factory.mktemp("models")
+    tokenizer = tiny_tokenizer()
+    translation = tiny_model(tokenizer.vocab_size, max_positions=128, sharpness=2.0)
+    torch.manual_seed(1)
+    vocab = {"src_vocab_size": tokenizer.vocab_size, "tgt_vocab_size": tokenizer.vocab_size}
+    qe = build_encoder_only(**vocab, pad_id=tokenizer.pad_id, **model_size("encoder_only_tiny"), dropout=0.0)
+    with (
+        torch.no_grad()
+    ):  # spread the random head's outputs, so that the QE model's choices differ from the beam's
+        qe.head[-1].weight.mul_(50.0)
+    return (save_tiny_checkpoint(directory / "mt.pt", translation, tokenizer, step=1),
+            save_tiny_checkpoint(directory / "qe.pt", qe.eval(), tokenizer, step=1))  # fmt: skip
+
+
+def test_rerank_orders_by_score_plus_weighted_qe() -> None:
+    nbest = [
+        Hypothesis([1], -1.0, -1.0, qe=0.1),
+        Hypothesis([2], -1.2, -1.2, qe=0.5),
+        Hypothesis([3], -3.0, -3.0),
+    ]
+    assert [h.tokens for h in rerank([nbest], 0.0, 3)[0]] == [[1], [2], [3]]
+    assert [h.tokens for h in rerank([nbest], 1.0, 2)[0]] == [[2], [1]]  # -0.7 > -0.9
+    assert rerank([[]], 1.0, 1) == [[]]
+
+
+def test_translations_carry_the_qe_models_score(models: tuple[Path, Path]) -> None:
+    mt, qe = models
+    estimator = QualityEstimator.from_checkpoint(qe)
+    translator = Translator.from_checkpoint(mt, options=OPTIONS, quality=estimator)
+    results = translator.translate(TEXTS, return_confidence=True)
+    expected = estimator.score(TEXTS[:-1], [r.text for r in results[:-1]])
+    assert [r.qe for r in results[:-1]] == pytest.approx(expected, abs=1e-6)
+    assert results[-1].qe is None and "qe" not in results[-1].to_json()
+    assert results[0].to_json()["qe"] == pytest.approx(expected[0], rel=1e-5)
+
+
+@pytest.mark.parametrize("weight", [0.0, 2.0, 1000.0])
+def test_reranking_equals_ranking_the_plain_nbest_by_hand(models: tuple[Path, Path], weight: float) -> None:
+    mt, qe = models
+    estimator = QualityEstimator.from_checkpoint(qe)
+    plain = Translator.from_checkpoint(mt, options=OPTIONS)
+    nbest = plain.translate(TEXTS[:-1], nbest=4, return_scores=True)  # 4 (text, score) per text
+    expected = []
+    for text, candidates in zip(TEXTS, nbest):
+        estimates = estimator.score([text] * len(candidates), [c for c, _ in candidates])
+        expected.append(max(zip(candidates, estimates), key=lambda pair: pair[0][1] + weight * pair[1])[0][0])
+    reranked = Translator.from_checkpoint(mt, options=OPTIONS, quality=estimator, rerank_weight=weight)
+    assert reranked.translate(TEXTS[:-1]) == expected
+    if weight == 0.0:
+        assert expected == plain.translate(TEXTS[:-1])
+    if weight == 1000.0:
+        assert expected != plain.translate(TEXTS[:-1])  # the QE model does choose other outputs
+
+
+def test_cli_qe_column_and_rerank(models: tuple[Path, Path], tmp_path: Path) -> None:
+    mt, qe = models
+    source = tmp_path / "in.txt"
+    source.write_text("".join(t + "\n" for t in TEXTS), encoding="utf-8")
+    common = [
+        f"checkpoint={mt}",
+        f"input={source}",
+        "decode.beam_size=4",
+        "decode.max_len_a=0",
+        "decode.max_len_b=10",
+    ]
+    result = run_module("seq2seq.cli.translate", *common, f"qe_checkpoint={qe}", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split("\t") for line in result.stdout.split("\n")[:-1]]
+    assert len(rows) == len(TEXTS) and rows[-1] == [""]
+    estimates = QualityEstimator.from_checkpoint(qe).score(TEXTS[:-1], [row[0] for row in rows[:-1]])
+    assert [row[1] for row in rows[:-1]] == [f"{value:.4f}" for value in estimates]
+    reranked = run_module("seq2seq.cli.translate", *common, f"qe_checkpoint={qe}", "rerank=qe",
+                          "rerank_weight=1000", cwd=tmp_path)  # fmt: skip
+    by_hand = Translator.from_checkpoint(mt, options=OPTIONS, quality=QualityEstimator.from_checkpoint(qe),
+                                         rerank_weight=1000.0).translate(TEXTS)  # fmt: skip
+    assert [line.split("\t")[0] for line in reranked.stdout.split("\n")[:-1]] == by_hand
+    missing = run_module("seq2seq.cli.translate", *common, "rerank=qe", cwd=tmp_path)
+    assert "rerank=qe needs a QE model" in error_line(missing)
+    assert "rerank='bleu' is not supported" in error_line(
+        run_module("seq2seq.cli.translate", *common, f"qe_checkpoint={qe}", "rerank=bleu", cwd=tmp_path)
+    )
+
+
+@pytest.fixture(scope="module")
+def client(models: tuple[Path, Path]) -> Iterator[TestClient]:
+    mt, qe = models
+    batcher = BatchingTranslator(
+        lambda: Translator.from_checkpoint(mt, options=OPTIONS, quality=QualityEstimator.from_checkpoint(qe))
+    )
+    app = create_app(batcher, name="mt.pt", limits=Limits(), metrics=Metrics(), error_delay_ms=0)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def test_the_server_answers_the_qe_score_with_the_confidence(
+    client: TestClient, models: tuple[Path, Path]
+) -> None:
+    _, qe = models
+    answer = client.post("/translate", json={"text": TEXTS, "confidence": True})
+    assert answer.status_code == 200, answer.text
+    translations = answer.json()["translations"]
+    estimates = QualityEstimator.from_checkpoint(qe).score(
+        TEXTS[:-1], [t["translation"] for t in translations[:-1]]
+    )
+    assert [t["qe"] for t in translations[:-1]] == pytest.approx(estimates, rel=1e-5)
+    assert "qe" not in translations[-1]
+    plain = client.post("/translate", json={"text": TEXTS}).json()["translations"]
+    assert plain == [t["translation"] for t in translations]
