@@ -117,11 +117,14 @@ def train_qe(cfg: DictConfig) -> float | None:
     seed_everything(int(cfg.seed))
     pad_id = src_tokenizer.pad_id
     progress = progress_bar_setting(command.progress_bar, setting="trainer.progress_bar")
+    reporter = Reporter(
+        log_dir=run_dir / "tensorboard", progress_bar=progress, units="pairs", perplexity=False
+    )
     trainer = Trainer(
         model=model, optimizer=optimizer, scheduler=scheduler, loss_fn=squared_error,
         batches=datasets["train"].sampler(command.max_tokens, seed=int(cfg.seed), shuffle=True),
         make_batch=lambda indices: datasets["train"].batch(indices, pad_id), validate=None,
-        reporter=Reporter(log_dir=run_dir / "tensorboard", progress_bar=progress),
+        reporter=reporter,
         output_dir=run_dir, options=options, device=device, objective=qe_batch_loss,
         checkpoint_extras={
             "config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,

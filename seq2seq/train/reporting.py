@@ -19,9 +19,12 @@ class Reporter:
     """Aggregates per-update numbers over `log_every` updates and writes them out."""
 
     def __init__(
-        self, *, log_dir: Path | None, progress_bar: bool | None = None, enabled: bool = True
-    ) -> None:
-        self.enabled = enabled
+        self, *, log_dir: Path | None, progress_bar: bool | None = None, enabled: bool = True,
+        units: str = "tokens", perplexity: bool = True,
+    ) -> None:  # fmt: skip
+        """`units`: what an update's `tokens` count (a QE run's are pairs); `perplexity`: log exp(nll),
+        which means something only for a token-level cross-entropy."""
+        self.enabled, self.units, self.perplexity = enabled, units, perplexity
         self.writer = None
         if enabled and log_dir is not None:
             from torch.utils.tensorboard import SummaryWriter
@@ -95,15 +98,9 @@ class Reporter:
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{mean_loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_second:,.0f}")
         else:
-            log.info(
-                "update %d | loss %.3f | ppl %.1f | lr %.2e | grad norm %.2f | %.0f tokens/s",
-                step,
-                mean_loss,
-                ppl,
-                lr,
-                grad_norm,
-                tokens_per_second,
-            )
+            shown_ppl = f" | ppl {ppl:.1f}" if self.perplexity else ""
+            log.info("update %d | loss %.3f%s | lr %.2e | grad norm %.2f | %.0f %s/s", step, mean_loss,
+                     shown_ppl, lr, grad_norm, tokens_per_second, self.units)  # fmt: skip
         self._reset_window()
 
     def validation(self, step: int, metrics: dict[str, Any], *, best_bleu: float | None) -> None:
