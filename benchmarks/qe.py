@@ -14,6 +14,11 @@ length penalty), keeping the 5-best. For each top translation:
 Reported: Pearson and Spearman of each signal with the label on test; test BLEU/chrF of plain beam 5
 against re-ranking the 5-best by (model score + w * QE score), w chosen on dev for BLEU; QE scoring
 speed next to translation speed, on this machine in the same run.
+
+    python benchmarks/qe.py --checkpoint ... --confidence-cost 300
+
+times Translator.translate on the first 300 test sentences with and without return_confidence,
+alternating, three times each, and prints the best time of each and their ratio.
 """
 
 from __future__ import annotations
@@ -85,18 +90,44 @@ def split_signals(translator, estimator, sources, references, nbest):
     }  # fmt: skip
 
 
+def confidence_cost(translator: Translator, sources: list[str], rounds: int = 3) -> dict[str, float]:
+    """Best-of-`rounds` seconds of translate() without and with return_confidence, alternating."""
+    best = {"plain": float("inf"), "confidence": float("inf")}
+    for _ in range(rounds):
+        for name, flag in (("plain", False), ("confidence", True)):
+            start = time.perf_counter()
+            translator.translate(sources, return_confidence=flag)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--checkpoint", required=True, help="the translation checkpoint (the quickstart's)")
-    parser.add_argument("--qe", required=True, help="the QE checkpoint (seq2seq-qe-train's best.pt)")
+    parser.add_argument("--qe", help="the QE checkpoint (seq2seq-qe-train's best.pt)")
     parser.add_argument("--data", default="data/bible_en_es", help="dev.en/dev.es/test.en/test.es are here")
     parser.add_argument("--nbest", type=int, default=5)
     parser.add_argument("--limit", type=int, default=None, help="only the first N sentences of each split")
     parser.add_argument("--json", default=None, help="also write the results to this file")
+    parser.add_argument("--confidence-cost", type=int, default=None, metavar="N",
+                        help="time translate() with and without confidence on N test sentences")  # fmt: skip
     args = parser.parse_args()
     translator = Translator.from_checkpoint(args.checkpoint)
+    if args.confidence_cost:
+        sources = read_text_lines(Path(args.data) / "test.en")[: args.confidence_cost]
+        best = confidence_cost(translator, sources)
+        print(
+            f"{len(sources)} sentences, {translator.options.describe()}, "
+            f"{torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} threads (best of 3):"
+        )
+        for name, seconds in best.items():
+            print(f"  {name:10s} {seconds:.2f} s  {len(sources) / seconds:.1f} sentences/s")
+        print(f"  with confidence / without: {best['confidence'] / best['plain']:.3f} of the time")
+        return
+    if not args.qe:
+        parser.error("--qe is required (except with --confidence-cost)")
     estimator = QualityEstimator.from_checkpoint(args.qe)
     data = Path(args.data)
     splits = {}

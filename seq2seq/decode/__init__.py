@@ -13,6 +13,7 @@ engines.py      what a Translator searches with: our PyTorch search, or CTransla
 exported.py     reading a model directory written by seq2seq-export
 tuned.py        a model's own decoding settings (length_penalty, max_len_a) stored with its weights
 confidence.py   per-token probabilities and sentence confidence of a translation
+rerank.py       a QE model's score on every hypothesis, and n-best lists re-ranked by it
 translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
 text_input.py   reading text to translate or score (file or stdin, strict or lenient UTF-8)
 score.py        BLEU, chrF and TER with sacreBLEU signatures
