@@ -35,6 +35,7 @@ from seq2seq.qe.corpus import read_qe_corpus
 from seq2seq.qe.training import QEDataset, QEValidator, qe_batch_loss, squared_error
 from seq2seq.qe.warm_start import warm_start
 from seq2seq.train.fingerprint import SAME_NUMBERS_MODEL_KEYS, settings_fingerprint
+from seq2seq.train.finish import FinishSettings
 from seq2seq.train.loop import Trainer
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import check_resume, check_run_directory
@@ -74,6 +75,18 @@ def qe_fingerprint(cfg: DictConfig, data_dir: Path) -> dict[str, Any]:
     return settings_fingerprint(chosen, files)
 
 
+def check_translation_only_settings(trainer: DictConfig) -> None:
+    """The end-of-run steps of a translation run (averaging by dev BLEU, tuning the decoding) do not
+    apply to a QE run: asked for, they are a one-line error rather than silently skipped."""
+    finish = FinishSettings.from_config(trainer)
+    asked = [name for name in ("average_last", "average_fraction") if getattr(finish, name) is not None]
+    asked += ["tune_decoding"] if finish.tune_decoding else []
+    if asked:
+        keys = ", ".join(f"trainer.{name}" for name in asked)
+        raise UserError(f"{keys} belong to translation runs; a QE run keeps numbered checkpoints: average "
+                        "them with seq2seq-average --inputs RUN_DIR --last N")  # fmt: skip
+
+
 @exit_on_user_error
 def train_qe(cfg: DictConfig) -> float | None:
     """One QE training run; returns the best dev loss (what a sweeper minimises)."""
@@ -82,6 +95,7 @@ def train_qe(cfg: DictConfig) -> float | None:
         raise UserError(f"seq2seq-qe-train trains model=encoder_only, not {cfg.model._target_}; "
                         "pass model=encoder_only (or a config built on it)")  # fmt: skip
     command = CommandSettings.from_config(cfg.trainer)
+    check_translation_only_settings(cfg.trainer)
     data_dir = Path(hydra.utils.to_absolute_path(str(cfg.data_dir)))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = pick_device(command.device, setting="trainer.device")

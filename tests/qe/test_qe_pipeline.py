@@ -135,6 +135,8 @@ def test_a_qe_run_refuses_a_translation_corpus_dir_and_train_refuses_encoder_onl
 ) -> None:
     refused = qe_train(corpus, tmp_path / "qe")
     assert "has no tokenizer.src.model; make the QE corpus with seq2seq-qe-data" in error_line(refused)
+    averaging = qe_train(corpus, tmp_path / "qe", "trainer.average_last=2")
+    assert "trainer.average_last belong to translation runs" in error_line(averaging)
     result = run_module("seq2seq.cli.train", "model=encoder_only_tiny", f"hydra.run.dir={tmp_path / 'mt'}",
                         cwd=tmp_path)  # fmt: skip
     assert "model=encoder_only scores translations, it does not translate" in error_line(result)
