@@ -44,7 +44,8 @@ CONFIDENCE_FORMATS = ("tsv", "jsonl")
 def format_line(
     translation: Translation, *, scores: bool, confidence: bool, alignment: str | None, qe: bool = False
 ) -> str:
-    """The columns of one non-empty input line's output: text [score] [confidence] [qe] [alignment]."""
+    """The columns of one non-empty input line's output: the text, then (each when asked for) score,
+    confidence, QE score and alignment, tab-separated."""
     text = translation.text
     if scores:
         text += f"\t{translation.score:.4f}"
