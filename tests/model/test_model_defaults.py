@@ -87,7 +87,8 @@ ENCODER_DECODER_SIZES = ["base", "big", "small", "tiny"]
 
 def test_sizes_are_diffs_on_top_of_base() -> None:
     base = base_yaml()
-    assert size_names() == sorted(ENCODER_DECODER_SIZES + ["decoder_only", "decoder_only_tiny"])
+    others = ["decoder_only", "decoder_only_tiny", "encoder_only", "encoder_only_tiny"]
+    assert size_names() == sorted(ENCODER_DECODER_SIZES + others)
     for name in ENCODER_DECODER_SIZES:
         if name == "base":
             continue
@@ -119,7 +120,7 @@ def test_an_unknown_size_is_a_one_line_error() -> None:
     with pytest.raises(
         ValueError,
         match=r"model size 'huge' does not exist; choose one of base, big, decoder_only, decoder_only_tiny, "
-        r"small, tiny",
+        r"encoder_only, encoder_only_tiny, small, tiny",
     ):
         model_size("huge")
 
