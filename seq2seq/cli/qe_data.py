@@ -136,9 +136,11 @@ def make_qe_data(cfg: DictConfig) -> dict[str, Any]:
         written = write_qe_corpus(out / f"{split}.tsv", rows)
         summary[f"{split}_pairs"] = written
         log.info("wrote %s (%d pairs)", out / f"{split}.tsv", written)
-    for side, name in TOKENIZER_FILES.items():
+    for side, name in TOKENIZER_FILES.items():  # a joint tokenizer has no target file: none may be left over
         if tokenizers.get(side):
             (out / name).write_bytes(tokenizers[side])
+        else:
+            (out / name).unlink(missing_ok=True)
     with atomic_output(out / "summary.json", "w", encoding="utf-8") as stream:
         stream.write(json.dumps(summary, indent=2))
     return summary

@@ -71,6 +71,7 @@ def test_labels_are_sentence_chrf_of_each_pass_against_the_references(qe_data: P
         (clean_line(s), clean_line(t)) for s, t, _ in expected
     ]
     assert corpus_read.labels == pytest.approx([label for _, _, label in expected], abs=1e-6)
+    assert not (qe_data / "tokenizer.tgt.model").exists()  # the toy run's tokenizer is joint
     summary = json.loads((qe_data / "summary.json").read_text())
     assert [p["pass"] for p in summary["passes"]] == ["train.0", "train.1", "dev.0"]
     assert len(read_qe_corpus(qe_data / "dev.tsv")) == summary["dev_pairs"] > 0
