@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "seq2seq"
-LAYERS = ["errors", "files", "checkpoint", "precision", "nn", "model", "data", "decode", "train", "qe", "export",
-          "serve", "cli"]  # fmt: skip
+LAYERS = ["errors", "files", "checkpoint", "precision", "nn", "model", "data", "decode", "train", "qe",
+          "export", "serve", "cli"]  # fmt: skip
 
 
 def module_name(path: Path) -> str:

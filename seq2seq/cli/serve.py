@@ -61,7 +61,8 @@ def serve(cfg: DictConfig) -> None:
             torch.set_num_threads(settings["threads"])
         device = pick_device(str(cfg.device))
         translator = Translator.from_checkpoint(
-            checkpoint, engine=str(cfg.engine), device=device, precision=str(cfg.precision), options=decode,
+            checkpoint, engine=str(cfg.engine), device=device, precision=str(cfg.precision),
+            quantization=str(cfg.quantization), options=decode,
             max_input_tokens=settings["max_input_tokens"], long_lines=str(cfg.long_lines),
             quality=quality_model(cfg, device), rerank_weight=weight,
         )  # fmt: skip

@@ -60,11 +60,17 @@ def read_metadata(directory: Path) -> dict[str, Any]:
 
 
 def load_exported(
-    directory: Path, *, device: torch.device, precision: str = "fp32", threads: int | None = None
+    directory: Path,
+    *,
+    device: torch.device,
+    precision: str = "fp32",
+    quantization: str = "none",
+    threads: int | None = None,
 ) -> ExportedModel:
     """The exported model in `directory` behind its family's CTranslate2 engine, with its tokenizers.
-    precision="bf16" computes in bfloat16 whatever the export's quantization; "fp32" runs the weights
-    as exported."""
+    quantization="int8" computes in int8 whatever the export's quantization (CTranslate2 converts the
+    weights as it loads them); otherwise precision="bf16" computes in bfloat16, and "fp32" runs the
+    weights as exported."""
     metadata = read_metadata(directory)
     if metadata["joint"]:
         src_tokenizer = tgt_tokenizer = Tokenizer.from_file(directory / JOINT_TOKENIZER)
@@ -74,6 +80,13 @@ def load_exported(
     engine = FAMILY_ENGINES[metadata["family"]](
         directory, (src_tokenizer, tgt_tokenizer), device=device, threads=threads or torch.get_num_threads(),
         max_positions=int(metadata["max_positions"]),
-        compute_type="bfloat16" if precision == "bf16" else "default",
+        compute_type=_compute_type(precision, quantization),
     )  # fmt: skip
     return ExportedModel(engine, src_tokenizer, tgt_tokenizer, int(metadata.get("step", 0)), metadata)
+
+
+def _compute_type(precision: str, quantization: str) -> str:
+    """CTranslate2's compute_type for our settings (int8 over bf16 when both are asked for)."""
+    if quantization == "int8":
+        return "int8_bfloat16" if precision == "bf16" else "int8"
+    return "bfloat16" if precision == "bf16" else "default"

@@ -39,6 +39,7 @@ from seq2seq.decode.rerank import QualityScorer, attach_quality, check_weight, r
 from seq2seq.decode.text_input import clean_line
 from seq2seq.decode.tuned import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
 from seq2seq.errors import UserError
+from seq2seq.nn.quantized import QUANTIZATIONS, int8_available, quantize_int8
 from seq2seq.precision import check_precision
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ class Translator:
         engine: str = "auto",
         device: str | torch.device = "cpu",
         precision: str = "fp32",
+        quantization: str = "none",
         options: SearchOptions | Mapping[str, Any] | None = None,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
@@ -118,6 +120,9 @@ class Translator:
         has them (seq2seq.decode.tuned); a SearchOptions = exactly those settings; a mapping like the
         `decode` config = its keys over DEFAULT_OPTIONS, and the model's own values for the tuned keys it
         leaves out or null. One log line says which values are used and why.
+
+        `quantization="int8"`: the linear layers compute in int8, through PyTorch's dynamic int8 kernels
+        (seq2seq.nn.quantized; CPU only, with precision="fp32") or CTranslate2's int8 compute type.
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = _engine_for(paths, engine)
@@ -126,14 +131,17 @@ class Translator:
                   "rerank_weight": rerank_weight}  # fmt: skip
         check_precision(precision)
         target = torch.device(device)
+        check_quantization(quantization, engine=chosen, device=target, precision=precision)
         if chosen == "ctranslate2":
-            exported = load_exported(paths[0], device=target, precision=precision)
+            exported = load_exported(paths[0], device=target, precision=precision, quantization=quantization)
             metadata = f"{paths[0] / METADATA_FILE}"
             tuned = ModelDecoding.read(exported.metadata.get(PAYLOAD_KEY), f"{metadata}{CTRANSLATE2_PENALTY}")
             resolved = _resolved(requested, given, tuned, metadata)
             tokenizers = (exported.src_tokenizer, exported.tgt_tokenizer)
             return cls(*tokenizers, exported.engine, step=exported.step, options=resolved, **policy)
         loaded = load_ensemble(paths, target)
+        if quantization == "int8":
+            quantize_int8(loaded.model)
         source = str(paths[0]) + (" (the first model of the ensemble)" if len(paths) > 1 else "")
         resolved = _resolved(requested, given, ModelDecoding.read(loaded.decoding, source), source)
         ids = SpecialIds.of(loaded.tgt_tokenizer)
@@ -371,6 +379,25 @@ def _languages(config: dict[str, Any]) -> tuple[str, str] | None:
     if data.get("src_lang") and data.get("tgt_lang"):
         return str(data["src_lang"]), str(data["tgt_lang"])
     return None
+
+
+def check_quantization(quantization: str, *, engine: str, device: torch.device, precision: str) -> None:
+    """A quantization this engine, device and precision can run, else a one-line error that says why."""
+    if quantization not in QUANTIZATIONS:
+        choices = " or ".join(QUANTIZATIONS)
+        raise UserError(f"quantization={quantization!r} is not supported; choose {choices}")
+    if quantization == "none" or engine == "ctranslate2":
+        return
+    if device.type != "cpu":
+        raise UserError(f"quantization=int8 runs on CPU (PyTorch's dynamic int8 kernels have no "
+                        f"{device.type} version); on a GPU use precision=bf16, or engine=ctranslate2 with "
+                        "an exported model")  # fmt: skip
+    if precision != "fp32":
+        raise UserError(f"quantization=int8 cannot run with precision={precision}: its products are int8 and "
+                        "the rest of the model fp32; use precision=fp32")  # fmt: skip
+    if not int8_available():
+        raise UserError("this PyTorch build has no dynamic int8 kernels; use quantization=none, or "
+                        "engine=ctranslate2 with a model exported by seq2seq-export")  # fmt: skip
 
 
 def _engine_for(paths: list[Path], engine: str) -> str:

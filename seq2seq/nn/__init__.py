@@ -11,6 +11,8 @@ layers.py       FeedForward, Residual (pre/post norm), EncoderLayer and DecoderL
                 parts), MemoryDownsampler (pooled cross-attention memory)
 embeddings.py   TokenEmbedding (scaled by sqrt(D)), OutputProjection (optionally sharing its weight)
 dropout.py      Dropout with a cheaper CPU keep-mask, same distribution
-linear.py       Linear whose float32 CPU inference runs on oneDNN
+linear.py       Linear whose float32 CPU inference runs on oneDNN where that is faster (AVX-512 CPUs)
+quantized.py    Int8Linear and quantize_int8: a trained model's linear layers on PyTorch's dynamic int8
+                kernels, for CPU inference
 packing.py      Packing: position-wise layers on the real tokens of a padded batch only
 """

@@ -1,9 +1,11 @@
-"""Linear layers whose float32 CPU inference runs on oneDNN rather than the BLAS sgemm.
+"""Linear layers whose float32 CPU inference runs on oneDNN rather than the BLAS sgemm where that is faster.
 
 F.linear computes float32 products on CPU with the BLAS PyTorch was built with (MKL for the x86
-wheels). PyTorch also ships oneDNN, which it already uses for bfloat16; its float32 kernel was
-faster at every shape of our decoding step (output projection, FFN, QKV) on the development machine
-(the figures: benchmarks/results.md).
+wheels). PyTorch also ships oneDNN, which it already uses for bfloat16. On an AVX-512 CPU oneDNN's
+float32 kernel was faster at every shape of our decoding step (output projection, FFN, QKV); on an
+AVX2-only CPU MKL was, by 10-20% in greedy decoding (the figures: benchmarks/results.md). So oneDNN
+is chosen on CPUs whose PyTorch kernels run AVX-512 (`torch.backends.cpu.get_cpu_capability()`), and
+MKL elsewhere.
 
 oneDNN is used only where nothing can need a gradient (no_grad / inference_mode), for float32
 CPU tensors outside autocast, and only when this PyTorch build has the kernel; everything else,
@@ -54,6 +56,12 @@ def onednn_linear_available() -> bool:
         return False
 
 
+@functools.cache
+def onednn_linear_preferred() -> bool:
+    """Whether float32 inference products go to oneDNN here: it has the kernel and the CPU runs AVX-512."""
+    return onednn_linear_available() and torch.backends.cpu.get_cpu_capability() == "AVX512"
+
+
 def _use_onednn(x: Tensor, weight: Tensor) -> bool:
     return (
         x.device.type == "cpu"
@@ -61,7 +69,7 @@ def _use_onednn(x: Tensor, weight: Tensor) -> bool:
         and weight.dtype == torch.float32
         and not torch.is_grad_enabled()
         and not torch.is_autocast_enabled("cpu")
-        and onednn_linear_available()
+        and onednn_linear_preferred()
     )
 
 
@@ -79,4 +87,4 @@ class Linear(nn.Linear):
         return linear(x, self.weight, self.bias)
 
 
-__all__ = ["Linear", "bound_onednn_caches", "linear", "onednn_linear_available"]
+__all__ = ["Linear", "bound_onednn_caches", "linear", "onednn_linear_available", "onednn_linear_preferred"]

@@ -13,11 +13,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from seq2seq.nn import linear as linear_module
-from seq2seq.nn.linear import Linear, linear, onednn_linear_available
+from seq2seq.nn.linear import Linear, linear, onednn_linear_available, onednn_linear_preferred
 
 needs_onednn = pytest.mark.skipif(
     not onednn_linear_available(), reason="this PyTorch build has no oneDNN float32 linear kernel"
 )
+
+
+@pytest.fixture
+def prefer_onednn(monkeypatch):
+    """oneDNN chosen whatever this CPU is (on AVX2 alone MKL is, see test_the_cpu_decides)."""
+    monkeypatch.setattr(linear_module, "onednn_linear_preferred", lambda: True)
 
 
 def layer(bias: bool = True) -> Linear:
@@ -27,7 +33,7 @@ def layer(bias: bool = True) -> Linear:
 
 @needs_onednn
 @pytest.mark.parametrize("bias", [True, False])
-def test_inference_runs_on_onednn_and_equals_f_linear(bias: bool, monkeypatch) -> None:
+def test_inference_runs_on_onednn_and_equals_f_linear(bias: bool, monkeypatch, prefer_onednn) -> None:
     module = layer(bias)
     x = torch.randn(3, 7, 48)
     calls = []
@@ -44,7 +50,7 @@ def test_inference_runs_on_onednn_and_equals_f_linear(bias: bool, monkeypatch) -
 
 
 @needs_onednn
-def test_strided_and_empty_inputs() -> None:
+def test_strided_and_empty_inputs(prefer_onednn) -> None:
     module = layer()
     x = torch.randn(5, 9, 48)
     with torch.no_grad():
@@ -79,8 +85,21 @@ def test_autocast_and_other_dtypes_use_f_linear() -> None:
         assert torch.equal(double(x.double()), F.linear(x.double(), double.weight, double.bias))
 
 
+@needs_onednn
+@pytest.mark.parametrize("capability, chosen", [("AVX512", True), ("AVX2", False), ("DEFAULT", False)])
+def test_the_cpu_decides(capability: str, chosen: bool, monkeypatch) -> None:
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    onednn_linear_preferred.cache_clear()
+    try:
+        assert onednn_linear_preferred() is chosen
+    finally:
+        onednn_linear_preferred.cache_clear()
+
+
 def test_without_the_kernel_everything_is_f_linear(monkeypatch) -> None:
     monkeypatch.setattr(linear_module, "onednn_linear_available", lambda: False)
+    onednn_linear_preferred.cache_clear()
+    monkeypatch.setattr(linear_module, "onednn_linear_preferred", onednn_linear_preferred.__wrapped__)
     module = layer()
     x = torch.randn(4, 48)
     with torch.no_grad():
@@ -97,11 +116,13 @@ def test_same_parameters_and_state_dict_as_nn_linear() -> None:
 
 GROWTH_PROBE = """
 import torch
-from seq2seq.nn.linear import linear, onednn_linear_available
+from seq2seq.nn.linear import onednn_linear_available
+def linear(x, w):  # the oneDNN kernel as linear() runs it where oneDNN is preferred, whatever this CPU
+    return torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
 def rss_mib():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS:"))
-assert onednn_linear_available()
+assert onednn_linear_available()  # and sets the cache bounds, before the first primitive
 weights = [torch.randn(out, 256) for out in (768, 1024, 8000)]
 with torch.inference_mode():
     [linear(torch.randn(1, 256), w) for w in weights]
