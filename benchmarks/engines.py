@@ -1,17 +1,19 @@
 #!/usr/bin/env python
-"""Serving a trained model: our own search against CTranslate2 (float32 and int8) on the Bible test set.
+"""Our own search against CTranslate2 on the Bible test set: float32, int8 and vocabulary shortlists.
 
-    python benchmarks/engines.py                                  # runs/quickstart/best.pt, beam 5, 3 rounds
-    python benchmarks/engines.py --checkpoint runs/x/best.pt --rounds 5 --limit 400
+    python benchmarks/engines.py                                  # runs/quickstart/best.pt, greedy and beam 5
+    python benchmarks/engines.py --checkpoint runs/x/best.pt --rounds 5 --limit 400 --beams 5
     python benchmarks/engines.py --train-minutes 10               # no checkpoint yet: train one first
 
-The checkpoint is exported with seq2seq-export (float32 and int8). Each round runs every engine in a
-fresh process, one after another (interleaved, so load drifts hit them alike), translating the test
-set with beam 5 through the same Translator (same input policy, batches of --max-tokens tokens),
-on --threads threads. Reported: sentences/s of the best round (model loading excluded), BLEU and chrF
-against the references, and the process's peak RSS. Our beam search divides scores by the GNMT
-penalty ((5 + len) / 6) ** alpha, CTranslate2 by len ** alpha (alpha = 1 for both), so their
-outputs may differ slightly where that changes the ranking.
+Rows: ours in float32, in int8 (quantization=int8: PyTorch's dynamic int8 kernels) and in int8 with a
+vocabulary shortlist (seq2seq-shortlist over the training text, its default sizes); CTranslate2 float32
+and int8 (seq2seq-export), and int8 with the same shortlist as its vocabulary map (vmap.txt, use_vmap).
+Each round runs every engine and search in a fresh process, one after another (interleaved, so load
+drifts hit them alike), translating the test set through the same Translator (same input policy,
+batches of --max-tokens tokens) on --threads threads. Reported: sentences/s of the best round (model
+loading excluded), BLEU and chrF against the references, and the process's peak RSS. Our beam search
+divides scores by the GNMT penalty ((5 + len) / 6) ** alpha, CTranslate2 by len ** alpha (alpha = 1 for
+both), so their outputs may differ slightly where that changes the ranking.
 """
 
 from __future__ import annotations
@@ -29,35 +31,39 @@ from pathlib import Path
 from common import describe_machine, format_table, load_average, print_headline, set_threads
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINES = {"ours fp32": None, "CTranslate2 float32": "float32", "CTranslate2 int8": "int8"}
+# engine name -> (model: "checkpoint" or an export's quantization, our quantization, shortlist / vmap)
+ENGINES = {
+    "ours fp32": ("checkpoint", "none", False),
+    "ours int8": ("checkpoint", "int8", False),
+    "ours int8 + shortlist": ("checkpoint", "int8", True),
+    "CTranslate2 float32": ("float32", "none", False),
+    "CTranslate2 int8": ("int8", "none", False),
+    "CTranslate2 int8 + vmap": ("int8", "none", True),
+}
 
 
-def worker(model: str, source: Path, threads: int, max_tokens: int, beam: int) -> dict:
+def worker(args: argparse.Namespace) -> dict:
     """In a fresh process: load, translate once, report seconds, outputs and peak RSS."""
     import torch
 
     from seq2seq import Translator
 
-    torch.set_num_threads(threads)  # CTranslate2 engines take the same number of threads
-    translator = Translator.from_checkpoint(model)
-    lines = source.read_text(encoding="utf-8").splitlines()
+    torch.set_num_threads(args.threads)  # CTranslate2 engines take the same number of threads
+    shortlist = args.shortlist or None
+    translator = Translator.from_checkpoint(args.worker, quantization=args.quantization, shortlist=shortlist)
+    lines = args.source.read_text(encoding="utf-8").splitlines()
     start = time.perf_counter()
-    outputs = translator.translate(lines, beam_size=beam, max_tokens=max_tokens)
+    outputs = translator.translate(lines, beam_size=args.beam, max_tokens=args.max_tokens)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"seconds": seconds, "outputs": outputs, "peak_rss": peak}
 
 
-def run_worker(model: str, args: argparse.Namespace, source: Path) -> dict:
-    command = [sys.executable, __file__, "--worker", model, "--source", str(source)]
-    command += [
-        "--threads",
-        str(args.threads),
-        "--max-tokens",
-        str(args.max_tokens),
-        "--beam",
-        str(args.beam),
-    ]
+def run_worker(model: str, args: argparse.Namespace, source: Path, beam: int, quantization: str,
+               shortlist: str) -> dict:  # fmt: skip
+    command = [sys.executable, __file__, "--worker", model, "--source", str(source), "--beam", str(beam)]
+    command += ["--threads", str(args.threads), "--max-tokens", str(args.max_tokens)]
+    command += ["--quantization", quantization, "--shortlist", shortlist]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(args.threads)}
     result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if result.returncode != 0:
@@ -86,62 +92,97 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="translate only the first N test sentences")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=4096)
-    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5], help="beam sizes (1: greedy)")
     parser.add_argument("--train-minutes", type=float, default=0)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--source", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--beam", type=int, default=5, help=argparse.SUPPRESS)
+    parser.add_argument("--quantization", default="none", help=argparse.SUPPRESS)
+    parser.add_argument("--shortlist", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.source, args.threads, args.max_tokens, args.beam)))
+        print(json.dumps(worker(args)))
         return
     print(describe_machine(set_threads(args.threads)))
     compare(args, ensure_checkpoint(args))
 
 
+def prepare_models(args: argparse.Namespace, checkpoint: Path, scratch: Path) -> tuple[dict[str, str], str]:
+    """Each engine's model path, and the shortlist file (built from the training text)."""
+    from seq2seq.export.ctranslate2 import export_ctranslate2
+
+    shortlist = scratch / "shortlist.pt"
+    build = [sys.executable, "-m", "seq2seq.cli.shortlist", f"checkpoint={checkpoint}", f"output={shortlist}"]
+    build += [f"source={args.data_dir / 'train.en'}", f"target={args.data_dir / 'train.es'}"]
+    subprocess.run(
+        build, cwd=ROOT, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+    models = {}
+    for name, (model, _, mapped) in ENGINES.items():
+        if model == "checkpoint":
+            models[name] = str(checkpoint)
+            continue
+        directory = scratch / (model + ("-vmap" if mapped else ""))
+        export_ctranslate2(checkpoint, directory, quantization=model, shortlist=shortlist if mapped else None)
+        models[name] = str(directory)
+    return models, str(shortlist)
+
+
 def compare(args: argparse.Namespace, checkpoint: Path) -> None:
     sys.path.insert(0, str(ROOT))
     from seq2seq.decode.score import score_corpus
-    from seq2seq.export.ctranslate2 import export_ctranslate2
 
     with tempfile.TemporaryDirectory() as scratch:
         source, references = Path(scratch) / "test.en", (args.data_dir / "test.es").read_text().splitlines()
         lines = (args.data_dir / "test.en").read_text(encoding="utf-8").splitlines()[: args.limit]
         references = references[: len(lines)]
         source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        models = {
-            name: str(
-                checkpoint if q is None else export_ctranslate2(checkpoint, Path(scratch) / q, quantization=q)
-            )
-            for name, q in ENGINES.items()
+        models, shortlist = prepare_models(args, checkpoint, Path(scratch))
+        runs: dict[tuple[str, int], list[dict]] = {
+            (name, beam): [] for beam in args.beams for name in ENGINES
         }
-        runs: dict[str, list[dict]] = {name: [] for name in ENGINES}
         for _ in range(args.rounds):
-            for name, model in models.items():
-                runs[name].append(run_worker(model, args, source))
+            for name, beam in runs:
+                _, quantization, mapped = ENGINES[name]
+                ours_shortlist = shortlist if mapped and models[name] == str(checkpoint) else ""
+                runs[name, beam].append(
+                    run_worker(models[name], args, source, beam, quantization, ours_shortlist)
+                )
     rows, results = [], {}
-    for name, measured in runs.items():
+    for (name, beam), measured in runs.items():
         best = min(measured, key=lambda r: r["seconds"])
         scores = score_corpus(best["outputs"], [references], metrics=["bleu", "chrf"])
-        r = results[name] = {
+        r = results[name, beam] = {
             "speed": len(lines) / best["seconds"],
             "bleu": scores["bleu"]["score"],
             "chrf": scores["chrf"]["score"],
             "peak": max(run["peak_rss"] for run in measured),
         }
         spread = max(run["seconds"] for run in measured) / best["seconds"] - 1
-        rows.append([name, f"{r['speed']:.1f}", f"{spread:.0%}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}"])
+        search = "greedy" if beam == 1 else f"beam {beam}"
+        rows.append(
+            [name, search, f"{r['speed']:.1f}", f"{spread:.0%}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}"]
+        )
         rows[-1].append(f"{r['peak'] / 2**20:,.0f}")
-    setting = f"beam {args.beam}, {args.threads} threads, best of {args.rounds} rounds"
+    setting = f"{args.threads} threads, best of {args.rounds} rounds"
     print(f"\n{len(lines)} test sentences, {setting}\n")
-    print(format_table(["engine", "sentences/s", "spread", "BLEU", "chrF", "peak RSS MiB"], rows))
-    ours, ct2, int8 = (results[name] for name in ENGINES)
-    speed = f"{ours['speed'] / ct2['speed']:.2f}x"
-    print_headline(f"beam {args.beam} sentences/s, Bible test set", "CTranslate2 float32", speed, ">= 0.8x")
-    loss = f"{int8['bleu'] - ours['bleu']:+.2f}"
-    print_headline("BLEU, CTranslate2 int8 minus ours fp32", "ours fp32", loss, ">= -0.5")
-    print_headline(
-        f"beam {args.beam} sentences/s", "CTranslate2 int8", f"{ours['speed'] / int8['speed']:.2f}x"
-    )
+    header = ["engine", "search", "sentences/s", "spread", "BLEU", "chrF", "peak RSS MiB"]
+    print(format_table(header, rows))
+    for beam in args.beams:
+        search = "greedy" if beam == 1 else f"beam {beam}"
+        ours, ct2 = results["ours fp32", beam], results["CTranslate2 float32", beam]
+        ratio = f"{ours['speed'] / ct2['speed']:.2f}x"
+        print_headline(f"{search} sentences/s, ours fp32", "CTranslate2 float32", ratio, ">= 1.0x")
+        for variant in ("ours int8", "ours int8 + shortlist"):
+            ratio = f"{results[variant, beam]['speed'] / results['CTranslate2 int8', beam]['speed']:.2f}x"
+            print_headline(f"{search} sentences/s, {variant}", "CTranslate2 int8", ratio, ">= 1.0x")
+        worst = min((results[name, beam]["bleu"] - ours["bleu"], name) for name in ENGINES)
+        measurement = f"{search} BLEU, worst row minus ours fp32 ({worst[1]})"
+        print_headline(measurement, "ours fp32", f"{worst[0]:+.2f}", ">= -0.5")
+    ours_peak = max(r["peak"] for (name, _), r in results.items() if name.startswith("ours"))
+    ct2_peak = max(r["peak"] for (name, _), r in results.items() if name.startswith("CTranslate2"))
+    ratio = f"{ours_peak / ct2_peak:.2f}x"
+    print_headline("peak RSS, ours (largest row)", "CTranslate2 (largest row)", ratio, "<= 1.3x")
     print(f"load average at the end: {load_average()}")
 
 

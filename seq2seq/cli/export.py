@@ -32,8 +32,9 @@ def export(cfg: DictConfig) -> Path:
         raise UserError(f"format={cfg.format!r} is not supported; choose {', '.join(FORMATS)}")
     checkpoint, output = Path(to_absolute_path(cfg.checkpoint)), Path(to_absolute_path(cfg.output))
     written = export_ctranslate2(
-        checkpoint, output, quantization=str(cfg.quantization), force=bool(cfg.force)
-    )
+        checkpoint, output, quantization=str(cfg.quantization), force=bool(cfg.force),
+        shortlist=None if cfg.shortlist is None else Path(to_absolute_path(str(cfg.shortlist))),
+    )  # fmt: skip
     size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
     family = read_metadata(written)["family"]  # which CTranslate2 class will run it
     log.info("exported %s (%s) to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",

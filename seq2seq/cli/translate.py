@@ -143,6 +143,7 @@ def translate(cfg: DictConfig) -> None:
         engine=str(cfg.engine),
         precision=str(cfg.precision),
         quantization=str(cfg.quantization),
+        shortlist=None if cfg.shortlist is None else hydra.utils.to_absolute_path(str(cfg.shortlist)),
         options=OmegaConf.to_container(cfg.decode),
         max_input_tokens=cfg.max_input_tokens,
         long_lines=str(cfg.long_lines),

@@ -21,11 +21,13 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import length_sorted_batches, search_ids
+from seq2seq.decode.shortlist import Shortlist
 from seq2seq.errors import UserError
 from seq2seq.nn.linear import bound_onednn_caches
 
 OnBatch = Callable[[int], Any] | None
 EXPORTED_MODEL_FILE = "model.bin"  # what makes a directory a CTranslate2 model
+VOCABULARY_MAP_FILE = "vmap.txt"  # CTranslate2's vocabulary shortlist, written by seq2seq-export shortlist=
 
 
 class TorchEngine:
@@ -33,9 +35,13 @@ class TorchEngine:
 
     name = "torch"
 
-    def __init__(self, model: nn.Module, ids: SpecialIds, *, device: torch.device, precision: str) -> None:
+    def __init__(
+        self, model: nn.Module, ids: SpecialIds, *, device: torch.device, precision: str,
+        shortlist: Shortlist | None = None,
+    ) -> None:  # fmt: skip
         bound_onednn_caches()  # a long-running translator meets new batch shapes all the time
         self.model, self.ids, self.device, self.precision = model.to(device).eval(), ids, device, precision
+        self.shortlist = shortlist
 
     @property
     def max_positions(self) -> int:
@@ -48,7 +54,7 @@ class TorchEngine:
         """`confidence` changes nothing here: our searches always record each token's log-probability."""
         return search_ids(
             self.model, sources, options=options, ids=self.ids, device=self.device, max_tokens=max_tokens,
-            precision=self.precision, prefixes=prefixes, on_batch=on_batch,
+            precision=self.precision, prefixes=prefixes, on_batch=on_batch, shortlist=self.shortlist,
         )  # fmt: skip
 
 
@@ -76,6 +82,7 @@ class CTranslate2Engine:
         )  # fmt: skip
         self.src_tokenizer, self.tgt_tokenizer = tokenizers
         self.ids, self.max_positions = SpecialIds.of(self.tgt_tokenizer), max_positions
+        self.use_vmap = (Path(directory) / VOCABULARY_MAP_FILE).is_file()  # exported with shortlist=
         self.model, self.device = None, device
 
     @staticmethod
@@ -115,7 +122,7 @@ class CTranslate2Engine:
             **self._settings(options), "max_decoding_length": limit,
             "min_decoding_length": min(options.min_len, limit), "max_input_length": 0,
         }  # fmt: skip
-        outputs = self.runner.translate_batch(pieces, prefix, **settings)
+        outputs = self.runner.translate_batch(pieces, prefix, use_vmap=self.use_vmap, **settings)
         return [[self._hypothesis(h, s) for h, s in zip(o.hypotheses, o.scores)] for o in outputs]
 
     def _settings(self, options: SearchOptions) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Shared by validation during training and by the Translator.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -16,6 +17,7 @@ from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.sampling import sampling_search
+from seq2seq.decode.shortlist import Shortlist, restricted
 from seq2seq.precision import autocast
 
 
@@ -56,11 +58,13 @@ def search_ids(
     precision: str = "fp32",
     prefixes: Sequence[Sequence[int]] | None = None,
     on_batch: Callable[[int], Any] | None = None,
+    shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
     """Search every source (token ids ending in eos); returns the n-best hypotheses per source, in order.
 
     An empty source yields an empty hypothesis list (the caller writes an empty line). `prefixes`: the
     output tokens forced at the start of each source's hypotheses (one list per source, [] for none).
+    `shortlist`: each batch's output projection runs on its candidate tokens only (seq2seq.decode.shortlist).
     """
     model.eval()
     results: list[list[Hypothesis]] = [[] for _ in sources]
@@ -71,7 +75,8 @@ def search_ids(
         indices = [todo[i] for i in batch]
         src = pad_batch([sources[i] for i in indices], ids.pad).to(device)  # (B, S)
         prefix = None if prefixes is None else [list(prefixes[i]) for i in indices]
-        with autocast(precision, device):
+        only = restricted(model, shortlist.candidates(src, prefix)) if shortlist else nullcontext()
+        with autocast(precision, device), only:
             hypotheses = search(model, src, options, generator=generator, prefix=prefix, ids=ids)
         for index, nbest in zip(indices, hypotheses):
             results[index] = nbest

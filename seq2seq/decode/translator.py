@@ -36,6 +36,7 @@ from seq2seq.decode.exported import METADATA_FILE, load_exported
 from seq2seq.decode.loading import load_ensemble
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.rerank import QualityScorer, attach_quality, check_weight, rerank
+from seq2seq.decode.shortlist import Shortlist
 from seq2seq.decode.text_input import clean_line
 from seq2seq.decode.tuned import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
 from seq2seq.errors import UserError
@@ -106,6 +107,7 @@ class Translator:
         device: str | torch.device = "cpu",
         precision: str = "fp32",
         quantization: str = "none",
+        shortlist: str | Path | None = None,
         options: SearchOptions | Mapping[str, Any] | None = None,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
@@ -123,6 +125,8 @@ class Translator:
 
         `quantization="int8"`: the linear layers compute in int8, through PyTorch's dynamic int8 kernels
         (seq2seq.nn.quantized; CPU only, with precision="fp32") or CTranslate2's int8 compute type.
+        `shortlist`: a file written by seq2seq-shortlist for this model; each batch's output projection
+        then runs on its candidate tokens only (seq2seq.decode.shortlist; engine "torch").
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = _engine_for(paths, engine)
@@ -132,6 +136,9 @@ class Translator:
         check_precision(precision)
         target = torch.device(device)
         check_quantization(quantization, engine=chosen, device=target, precision=precision)
+        if chosen == "ctranslate2" and shortlist is not None:
+            raise UserError("shortlist= works with engine=torch; CTranslate2 has its own vocabulary map "
+                            "(vmap.txt in the exported directory, use_vmap)")  # fmt: skip
         if chosen == "ctranslate2":
             exported = load_exported(paths[0], device=target, precision=precision, quantization=quantization)
             metadata = f"{paths[0] / METADATA_FILE}"
@@ -145,7 +152,13 @@ class Translator:
         source = str(paths[0]) + (" (the first model of the ensemble)" if len(paths) > 1 else "")
         resolved = _resolved(requested, given, ModelDecoding.read(loaded.decoding, source), source)
         ids = SpecialIds.of(loaded.tgt_tokenizer)
-        torch_engine = TorchEngine(loaded.model, ids, device=target, precision=precision)
+        candidates = None
+        if shortlist is not None:
+            models = (loaded.src_tokenizer.to_bytes(), loaded.tgt_tokenizer.to_bytes())
+            candidates = Shortlist.load(Path(shortlist), src_model=models[0], tgt_model=models[1])
+        torch_engine = TorchEngine(
+            loaded.model, ids, device=target, precision=precision, shortlist=candidates
+        )
         return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, torch_engine, step=loaded.step,
                    languages=_languages(loaded.config), options=resolved, **policy)  # fmt: skip
 

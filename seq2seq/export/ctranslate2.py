@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from seq2seq.decode.exported import (
     VERSION,
 )
 from seq2seq.decode.loading import LoadedModel, load_for_inference
+from seq2seq.decode.shortlist import Shortlist
 from seq2seq.decode.tuned import PAYLOAD_KEY
 from seq2seq.errors import UserError
 from seq2seq.files import temporary_path
@@ -87,9 +89,16 @@ def unsupported_settings(config: dict[str, Any]) -> list[str]:
 
 
 def export_ctranslate2(
-    checkpoint: Path, output: Path, *, quantization: str = "float32", force: bool = False
+    checkpoint: Path,
+    output: Path,
+    *,
+    quantization: str = "float32",
+    force: bool = False,
+    shortlist: Path | None = None,
 ) -> Path:
-    """Write `output` (a new directory): CTranslate2's model files, our tokenizers and seq2seq.json."""
+    """Write `output` (a new directory): CTranslate2's model files, our tokenizers and seq2seq.json.
+    `shortlist` (a file written by seq2seq-shortlist for this checkpoint) also writes it as CTranslate2's
+    vocabulary map, vmap.txt, which the engine then uses (`use_vmap`); encoder-decoder models only."""
     if quantization not in QUANTIZATIONS:
         raise UserError(f"quantization={quantization!r} is not supported; choose {', '.join(QUANTIZATIONS)}")
     loaded = load_for_inference(checkpoint, torch.device("cpu"))
@@ -101,11 +110,21 @@ def export_ctranslate2(
             f"{output} exists and is not empty; pass force=true to replace it or choose another output"
         )
     ctranslate2 = import_ctranslate2()
-    spec = FAMILIES[family_of(loaded.model.config)].spec(loaded, ctranslate2)
+    family = family_of(loaded.model.config)
+    spec = FAMILIES[family].spec(loaded, ctranslate2)
     temporary = temporary_path(output)
     shutil.rmtree(temporary, ignore_errors=True)
     try:
-        _SpecConverter(spec).convert(str(temporary), quantization=quantization, force=True)
+        vmap = None
+        if shortlist is not None:
+            handle, vmap = tempfile.mkstemp(suffix=".vmap.txt")
+            os.close(handle)
+            write_vocabulary_map(shortlist, loaded, family, Path(vmap))
+        try:
+            _SpecConverter(spec).convert(str(temporary), vmap=vmap, quantization=quantization, force=True)
+        finally:
+            if vmap is not None:
+                Path(vmap).unlink(missing_ok=True)
         _write_tokenizers_and_metadata(temporary, loaded, quantization, ctranslate2.__version__)
         if output.exists():
             shutil.rmtree(output)
@@ -113,6 +132,30 @@ def export_ctranslate2(
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return output
+
+
+def write_vocabulary_map(shortlist: Path, loaded: Any, family: str, path: Path) -> None:
+    """Our shortlist as CTranslate2's vocabulary map at `path`: a line per source piece, its candidate
+    target pieces after a tab, and a first line with an empty source for the tokens always kept. A piece
+    holding whitespace (possible only for user-defined symbols) cannot be written there and is left out."""
+    if family != "encoder_decoder":
+        raise UserError(f"shortlist= exports a vocabulary map for encoder-decoder models only, not {family}; "
+                        "export this model without it")  # fmt: skip
+    models = (loaded.src_tokenizer.to_bytes(), loaded.tgt_tokenizer.to_bytes())
+    table = Shortlist.load(shortlist, src_model=models[0], tgt_model=models[1])
+    src_pieces = loaded.src_tokenizer.pieces_of_vocabulary()
+    tgt_pieces = loaded.tgt_tokenizer.pieces_of_vocabulary()
+
+    def writable(pieces: list[str]) -> list[str]:
+        return [piece for piece in pieces if piece and not any(c.isspace() for c in piece)]
+
+    always = torch.cat([table.frequent, table.always]).tolist()
+    lines = ["\t" + " ".join(writable([tgt_pieces[i] for i in always]))]
+    for source, row in enumerate(table.table.tolist()):
+        targets = writable([tgt_pieces[t] for t in row if t >= 0])
+        if targets and writable([src_pieces[source]]):
+            lines.append(src_pieces[source] + "\t" + " ".join(targets))
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 class _SpecConverter:

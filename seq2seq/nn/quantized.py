@@ -50,10 +50,13 @@ class Int8Linear(nn.Module):
     """y = x W^T + b with W in int8 (a scale per output row) and x quantized per call.
 
     Shapes: x (..., in) -> (..., out). Built from a float weight (out, in) and bias (out,) or None.
+    `keep_float`: also keep (a reference to) the float weight as `float_weight`, for a vocabulary
+    shortlist, which packs the rows it needs (seq2seq.decode.shortlist); None otherwise.
     """
 
-    def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
+    def __init__(self, weight: Tensor, bias: Tensor | None, *, keep_float: bool = False) -> None:
         super().__init__()
+        self.float_weight = weight if keep_float else None
         weight = weight.detach().float().cpu()
         scales = (weight.abs().amax(dim=1) / 127.0).clamp_min(1e-12).double()  # (out,)
         zero_points = torch.zeros(weight.shape[0], dtype=torch.long)
@@ -82,7 +85,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
             if isinstance(child, nn.Linear):
                 setattr(parent, name, Int8Linear(child.weight, child.bias))
             elif isinstance(child, OutputProjection):
-                setattr(parent, name, Int8Linear(child.weight, None))
+                setattr(parent, name, Int8Linear(child.weight, None, keep_float=True))  # tied: shared
             else:
                 continue
             replaced += 1

@@ -1,0 +1,84 @@
+"""seq2seq-shortlist: learn a vocabulary shortlist for a model from its parallel training text.
+
+seq2seq-shortlist checkpoint=runs/bible.en-es/best.pt source=data/bible_en_es/train.en \
+    target=data/bible_en_es/train.es output=runs/bible.en-es/shortlist.pt
+seq2seq-translate checkpoint=runs/bible.en-es/best.pt shortlist=runs/bible.en-es/shortlist.pt ...
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.cli.common import config_dir, exit_on_user_error
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.shortlist import build_shortlist, tokenizer_digest
+from seq2seq.errors import UserError
+
+log = logging.getLogger("seq2seq.shortlist")
+ENCODE_LINES = 4096  # lines tokenized per call
+
+
+def _open(path: str, what: str):
+    try:
+        return open(hydra.utils.to_absolute_path(path), encoding="utf-8", errors="replace")
+    except OSError as error:
+        why = error.strerror
+        raise UserError(f"{what}={path} cannot be read ({why}); pass an existing text file") from None
+
+
+def _pairs(cfg: DictConfig, tokenizers: tuple[Tokenizer, Tokenizer]) -> Iterator[tuple[list[int], list[int]]]:
+    """Token-id pairs of the two files, read together a block at a time (memory flat in their size)."""
+    with _open(str(cfg.source), "source") as sources, _open(str(cfg.target), "target") as targets:
+        for line_number in itertools.count(0, ENCODE_LINES):
+            block = list(itertools.islice(itertools.zip_longest(sources, targets), ENCODE_LINES))
+            if not block:
+                return
+            if any(s is None or t is None for s, t in block):
+                shorter = "source" if any(s is None for s, _ in block) else "target"
+                raise UserError(f"{shorter}={cfg[shorter]} ends near line {line_number + len(block)} before "
+                                "the other file; give line-aligned source and target files")  # fmt: skip
+            src = tokenizers[0].encode_batch([s.rstrip("\n") for s, _ in block])
+            tgt = tokenizers[1].encode_batch([t.rstrip("\n") for _, t in block])
+            yield from zip(src, tgt)
+
+
+@exit_on_user_error
+def make_shortlist(cfg: DictConfig) -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s",
+                        datefmt="%H:%M:%S")  # fmt: skip
+    checkpoint = hydra.utils.to_absolute_path(str(cfg.checkpoint))
+    payload = load_checkpoint(Path(checkpoint), map_location="cpu")
+    if not isinstance(payload, dict) or "tokenizer" not in payload:
+        raise UserError(f"checkpoint {checkpoint} holds no tokenizers; pass one written by seq2seq-train")
+    models = payload["tokenizer"]
+    src_model = models["src"]
+    tgt_model = models.get("tgt") or src_model
+    tokenizers = (Tokenizer.from_bytes(src_model), Tokenizer.from_bytes(tgt_model))
+    shortlist = build_shortlist(
+        _pairs(cfg, tokenizers),
+        src_vocab_size=tokenizers[0].vocab_size, tgt_vocab_size=tokenizers[1].vocab_size,
+        per_source=int(cfg.per_source), frequent=int(cfg.frequent),
+        always=(tokenizers[1].eos_id, tokenizers[1].unk_id),
+        digests=(tokenizer_digest(src_model), tokenizer_digest(tgt_model)),
+    )  # fmt: skip
+    output = Path(hydra.utils.to_absolute_path(str(cfg.output)))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    shortlist.save(output)
+    log.info("wrote %s", output)
+
+
+@hydra.main(version_base="1.3", config_path=config_dir(), config_name="shortlist")
+def main(cfg: DictConfig) -> None:
+    make_shortlist(cfg)
+
+
+if __name__ == "__main__":
+    main()
