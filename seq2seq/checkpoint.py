@@ -153,9 +153,9 @@ def _summary(error: BaseException) -> str:
     return f"{type(error).__name__}: {sentence}"
 
 
-def _read(path: Path, map_location: str | torch.device | None) -> Any:
+def _read(path: Path, map_location: str | torch.device | None, mmap: bool = False) -> Any:
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except PermissionError:
         raise UserError(f"cannot read checkpoint {path} (permission denied); fix its permissions") from None
     except pickle.UnpicklingError as error:
@@ -175,13 +175,19 @@ def _read(path: Path, map_location: str | torch.device | None) -> Any:
         ) from None
 
 
-def load_checkpoint(path: Path, map_location: str | torch.device | None = "cpu") -> Payload:
-    """Read, validate and migrate a checkpoint; every problem with the file is a one-line UserError."""
+def load_checkpoint(
+    path: Path, map_location: str | torch.device | None = "cpu", *, mmap: bool = False
+) -> Payload:
+    """Read, validate and migrate a checkpoint; every problem with the file is a one-line UserError.
+
+    `mmap=True` maps the file instead of reading it: a tensor's bytes are read when first used, so a
+    caller that needs only the model weights never reads the optimizer state (inference does this).
+    """
     path = Path(path)
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "does not exist"
         raise UserError(f"checkpoint {path} {what}; pass the path of a .pt checkpoint file")
-    payload = _read(path, map_location)
+    payload = _read(path, map_location, mmap)
     if not isinstance(payload, dict) or VERSION_KEY not in payload:
         raise UserError(
             f"{path} is not a seq2seq checkpoint (no {VERSION_KEY}); pass one written by training"

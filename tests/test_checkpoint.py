@@ -70,6 +70,16 @@ def test_round_trip_and_no_temp_files(tmp_path):
     assert load_checkpoint(path)["step"] == 8
 
 
+def test_a_mapped_read_gives_the_same_payload(tmp_path):
+    """mmap=True (inference: the optimizer state is never read from disk) loses nothing."""
+    payload = _payload()
+    path = tmp_path / "checkpoint_7.pt"
+    save_checkpoint(path, payload)
+    mapped = load_checkpoint(path, mmap=True)
+    assert mapped.pop("format_version") == FORMAT_VERSION
+    _assert_same(payload, mapped)
+
+
 def test_restored_states_resume_training(tmp_path):
     payload = _payload()
     save_checkpoint(tmp_path / "last.pt", payload)
@@ -123,11 +133,12 @@ def test_missing_file_and_directory(tmp_path):
 
 
 def _assert_one_line_user_error(path, match: str) -> None:
-    with pytest.raises(UserError, match=match) as info:
-        load_checkpoint(path)
-    message = str(info.value)
-    assert str(path) in message and "\n" not in message
-    assert info.value.__context__ is None or info.value.__suppress_context__  # no chained traceback
+    for mmap in (False, True):  # read whole (training) or mapped (inference)
+        with pytest.raises(UserError, match=match) as info:
+            load_checkpoint(path, mmap=mmap)
+        message = str(info.value)
+        assert str(path) in message and "\n" not in message
+        assert info.value.__context__ is None or info.value.__suppress_context__  # no chained traceback
 
 
 @pytest.mark.parametrize("keep_fraction", [0.0, 0.1, 0.5, 0.9])

@@ -34,7 +34,7 @@ class LoadedModel:
 
 def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
     """The model in eval mode on `device`, with the tokenizers it was trained with."""
-    payload = load_checkpoint(path, map_location="cpu")
+    payload = load_checkpoint(path, map_location="cpu", mmap=True)  # the optimizer state is never read
     missing = [key for key in ("model", "model_config", "tokenizer") if key not in payload]
     if missing:
         raise UserError(
