@@ -6,6 +6,7 @@ training_data.py  the `data` config group -> what the training loop consumes
 data_config.py    the `data` config group -> prepare_training_data's arguments (free of torch)
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
 export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory
+shortlist.py      seq2seq-shortlist: a vocabulary shortlist for a model, learned from its training text
 serve.py          seq2seq-serve: the HTTP server's settings, checked before the model loads
 score.py          seq2seq-score: BLEU, chrF, TER with sacreBLEU signatures (--flags: it takes file lists)
 average.py        seq2seq-average: average the weights of the last checkpoints (--flags, as fairseq's)
