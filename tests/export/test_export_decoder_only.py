@@ -197,6 +197,7 @@ def test_export_command_writes_a_decoder_only_int8_model_and_refuses_before_writ
 ):
     checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
     settings = dict(checkpoint=str(checkpoint), format="ctranslate2", quantization="int8", force=False)
+    settings["shortlist"] = None  # configs/export.yaml's keys
     written = export(OmegaConf.create({**settings, "output": str(tmp_path / "int8")}))
     metadata = json.loads((written / METADATA_FILE).read_text())
     assert metadata["family"] == metadata["model_config"]["family"] == "decoder_only"
