@@ -9,7 +9,9 @@ rows of the tokens in its sources, its forced prefixes' tokens and the special i
 
 `restricted(model, candidates)` swaps the model's output projection(s) for a `CandidateProjection`
 during one batch: logits for the candidates, -inf for every other token, so each search (greedy, beam,
-sampling, ensembles) runs unchanged, renormalised over the candidates. A shortlist that holds every
+sampling, ensembles) runs unchanged, renormalised over the candidates. The swap holds a lock for the
+batch, so one Translator called from several threads searches one batch at a time, each with its own
+candidates, and always gets its own projection back. A shortlist that holds every
 token the full-vocabulary search would pick gives the same greedy output (tests/decode/test_shortlist.py).
 
 The file (`Shortlist.save`) records the sha256 of both tokenizers, and `Shortlist.load` refuses a model
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -188,9 +191,17 @@ def _outputs(model: nn.Module) -> list[nn.Module]:
     ]
 
 
+_SWAP = threading.Lock()  # one restricted batch at a time: the swap changes the shared model
+
+
 @contextmanager
 def restricted(model: nn.Module, candidates: Tensor) -> Iterator[None]:
     """Within the block, every output projection of `model` computes only `candidates` (module docstring)."""
+    with _SWAP:
+        yield from _swapped(model, candidates)
+
+
+def _swapped(model: nn.Module, candidates: Tensor) -> Iterator[None]:
     owners = _outputs(model)
     saved = [owner.output for owner in owners]
     try:

@@ -8,24 +8,19 @@ tests/cli/test_translate_confidence.py does), except the refusal, which runs as 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
 import pytest
 from commands import error_line, run_module
-from hydra import compose, initialize_config_dir
+from test_translate_confidence import run_translate  # the command's function, in this process
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.cli.common import config_dir
-from seq2seq.cli.translate import translate
 from seq2seq.nn.quantized import int8_available
 
 LINES = [*sentences(5, seed=4), "", "the dog 🐕 sees the cat"]
 OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}
-SHORT = ["decode.max_len_a=0", "decode.max_len_b=12"]
 
 
 @pytest.fixture(scope="module")
@@ -35,30 +30,12 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_tiny_checkpoint(tmp_path_factory.mktemp("model") / "model.pt", model, tokenizer, step=3)
 
 
-def run_translate(checkpoint: Path, tmp_path: Path, *overrides: str) -> tuple[int, str, list[str] | None]:
-    """The command's function on LINES -> (exit code, stderr, output lines or None if none written)."""
-    source, output = tmp_path / "input.txt", tmp_path / "output.txt"
-    source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
-    settings = [f"checkpoint={checkpoint}", f"input={source}", f"output={output}", *SHORT, *overrides]
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("translate", overrides=settings)
-    stderr, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(stderr):
-        try:
-            translate(cfg)
-        except SystemExit as stop:
-            code = stop.code
-    written = output.read_text(encoding="utf-8").split("\n")[:-1] if output.exists() else None
-    return code, stderr.getvalue(), written
-
-
 @pytest.mark.skipif(not int8_available(), reason="this PyTorch build has no dynamic int8 kernels")
 @pytest.mark.parametrize("decode", ["greedy", "beam"])
 def test_int8_output_is_the_int8_translators(checkpoint, tmp_path, decode) -> None:
     report = tmp_path / "report.json"
-    code, stderr, output = run_translate(
-        checkpoint, tmp_path, f"decode={decode}", "quantization=int8", f"report={report}"
-    )
+    settings = [f"decode={decode}", "quantization=int8", f"report={report}"]
+    code, stderr, output = run_translate(checkpoint, tmp_path, *settings, lines=LINES)
     assert code == 0, stderr[-2000:]
     beam = 1 if decode == "greedy" else 5
     expected = Translator.from_checkpoint(checkpoint, quantization="int8", options=OPTIONS)

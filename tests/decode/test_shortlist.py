@@ -2,10 +2,15 @@
 the Dice ranking worked out by hand; a batch's candidates are its rows, the frequent tokens, the special
 ids and its prefixes' tokens; a shortlist that holds every token the full-vocabulary search picks gives
 the same greedy output (and, on a sharp model, the same beam output), for one model and an ensemble, in
-float32 and int8; a shortlist refuses another model's tokenizers; seq2seq-shortlist writes one from text
-files and seq2seq-translate shortlist= uses it."""
+float32 and int8; threads sharing one engine each get their own candidates; a shortlist refuses another
+model's tokenizers; seq2seq-shortlist writes one from text files and seq2seq-translate shortlist= uses it."""
 
 from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
@@ -21,6 +26,7 @@ from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 from seq2seq.nn.quantized import int8_available, quantize_int8
 
+search_module = importlib.import_module("seq2seq.decode.search")  # the package exports a function `search`
 LIMIT = SearchOptions(max_len_a=0.0, max_len_b=10)
 DIGESTS = ("a", "b")
 
@@ -136,3 +142,33 @@ def test_a_shortlist_for_other_tokenizers_is_refused_and_the_command_round_trips
     settings[2] = "target=short.tgt"
     refused = run_module("seq2seq.cli.shortlist", *settings, cwd=tmp_path)
     assert error_line(refused).startswith("error: target=short.tgt ends near line 30 before the other file")
+
+
+def test_threads_sharing_one_model_each_get_their_own_candidates(tokenizer, monkeypatch) -> None:
+    """Two engines on one model, with different shortlists, searched from two threads. Each search
+    waits up to 0.5 s inside its batch for the other to arrive: without the lock both batches would
+    then run with the same projection swapped in, and the model could keep one of them afterwards."""
+    model = tiny_model(tokenizer.vocab_size, sharpness=4.0, max_positions=64)
+    projection = model.output
+    ids = SpecialIds.of(tokenizer)
+    sources = [tokenizer.encode(text) + [ids.eos] for text in sentences(4, seed=9)]
+    cpu = torch.device("cpu")
+    full = TorchEngine(model, ids, device=cpu, precision="fp32").search(sources, LIMIT, max_tokens=4096)
+    wide = covering([list(nbest[0].tokens) for nbest in full], tokenizer.vocab_size)
+    narrow = covering([[5, 6]], tokenizer.vocab_size)  # forces other outputs
+    engines = [TorchEngine(model, ids, device=cpu, precision="fp32", shortlist=s) for s in (wide, narrow)]
+    alone = [engine.search(sources, LIMIT, max_tokens=4096) for engine in engines]
+    assert alone[0] != alone[1]
+
+    barrier, unpatched = threading.Barrier(2), search_module.search
+
+    def meeting_search(*args, **kwargs):
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait(timeout=0.5)
+        return unpatched(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "search", meeting_search)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = list(pool.map(lambda engine: engine.search(sources, LIMIT, max_tokens=4096), engines))
+    assert together == alone
+    assert model.output is projection
