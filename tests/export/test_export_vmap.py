@@ -1,7 +1,8 @@
 """seq2seq-export shortlist=FILE: the shortlist becomes CTranslate2's vocabulary map (vmap.txt: the
 always-kept pieces after an empty source, then a line per source piece with its candidates), the engine
 translates with it (use_vmap), and a map that holds every piece CTranslate2's own greedy output uses
-gives the same output; a decoder-only model is refused by name."""
+gives the same output; a decoder-only model is refused by name, and so is our shortlist file given to an
+exported model (it has its map)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,13 @@ def test_a_decoder_only_model_is_refused(tmp_path) -> None:
     shortlist_file(tokenizer, tmp_path / "sl.pt", [4, 5])
     with pytest.raises(UserError, match="vocabulary map for encoder-decoder models only"):
         export_ctranslate2(checkpoint, tmp_path / "out", shortlist=tmp_path / "sl.pt")
+
+
+def test_our_shortlist_file_is_refused_for_an_exported_model(tmp_path) -> None:
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer.vocab_size)
+    checkpoint = save_tiny_checkpoint(tmp_path / "model.pt", model, tokenizer, step=2)
+    shortlist_file(tokenizer, tmp_path / "sl.pt", [4, 5])
+    exported = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    with pytest.raises(UserError, match=r"^shortlist= works with engine=torch; CTranslate2 has its own"):
+        Translator.from_checkpoint(exported, shortlist=tmp_path / "sl.pt")
