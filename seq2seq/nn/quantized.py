@@ -9,7 +9,7 @@ in float32 with the bias added. Embedding lookups, layer norms, softmax and atte
 The kernels are PyTorch's own (`torch.ops.quantized.linear_dynamic`: fbgemm on x86, with AVX2 or
 AVX512; qnnpack on ARM), the ones `torch.ao.quantization.quantize_dynamic` uses. torchao's eager int8
 (`Int8DynamicActivationInt8WeightConfig`) reaches CPUs through `torch._int_mm`, which ran about 20 times
-slower than float32 at our decoding shapes on an AVX2 machine (the figures: docs/benchmarks.md), so it is
+slower than float32 at our decoding shapes on an AVX2 machine (the figures: benchmarks/results.md), so it is
 not used. `reduce_range` keeps activations to 7 bits on x86, as `quantize_dynamic` does there: the AVX2
 int8 multiply-add saturates 16-bit sums of two 8-bit products otherwise.
 
