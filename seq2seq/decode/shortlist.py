@@ -71,6 +71,8 @@ class Shortlist:
     @classmethod
     def load(cls, path: Path, *, src_model: bytes, tgt_model: bytes) -> Shortlist:
         """The shortlist in `path`, checked against the tokenizers of the model it will serve."""
+        if not Path(path).is_file():
+            raise UserError(f"shortlist={path} does not exist; build one with seq2seq-shortlist")
         payload = load_checkpoint(path, map_location="cpu")
         if (
             not isinstance(payload, dict)

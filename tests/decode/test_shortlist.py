@@ -138,6 +138,15 @@ def test_a_shortlist_for_other_tokenizers_is_refused_and_the_command_round_trips
     with pytest.raises(UserError, match="built for other tokenizers than this model's"):
         Shortlist.load(tmp_path / "sl.pt", src_model=src_model, tgt_model=other_target)
 
+    with pytest.raises(UserError, match=r"^shortlist=\S*nope\.pt does not exist; build one with seq2seq-"):
+        Translator.from_checkpoint(checkpoint, shortlist=tmp_path / "nope.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a shortlist")
+    with pytest.raises(UserError, match="corrupt or truncated"):
+        Translator.from_checkpoint(checkpoint, shortlist=tmp_path / "junk.pt")
+    absent = [settings[0], "source=absent.src", *settings[2:]]
+    missing = run_module("seq2seq.cli.shortlist", *absent, cwd=tmp_path)
+    assert error_line(missing).startswith("error: source=absent.src cannot be read (No such file")
+
     (tmp_path / "short.tgt").write_text("one line\n", encoding="utf-8")
     settings[2] = "target=short.tgt"
     refused = run_module("seq2seq.cli.shortlist", *settings, cwd=tmp_path)
