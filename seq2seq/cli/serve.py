@@ -62,7 +62,7 @@ def serve(cfg: DictConfig) -> None:
         device = pick_device(str(cfg.device))
         translator = Translator.from_checkpoint(
             checkpoint, engine=str(cfg.engine), device=device, precision=str(cfg.precision),
-            quantization=str(cfg.quantization), options=decode,
+            quantization=str(cfg.quantization), compile=cfg.compile, options=decode,
             shortlist=None if cfg.shortlist is None else to_absolute_path(str(cfg.shortlist)),
             max_input_tokens=settings["max_input_tokens"], long_lines=str(cfg.long_lines),
             quality=quality_model(cfg, device), rerank_weight=weight,

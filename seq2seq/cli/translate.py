@@ -143,6 +143,7 @@ def translate(cfg: DictConfig) -> None:
         engine=str(cfg.engine),
         precision=str(cfg.precision),
         quantization=str(cfg.quantization),
+        compile=cfg.compile,
         shortlist=None if cfg.shortlist is None else hydra.utils.to_absolute_path(str(cfg.shortlist)),
         options=OmegaConf.to_container(cfg.decode),
         max_input_tokens=cfg.max_input_tokens,
@@ -179,8 +180,9 @@ def translate(cfg: DictConfig) -> None:
         write_output(output, output_lines(cfg, translator, encoded, results, confidence=confidence == "tsv"))
     if cfg.report:
         write_report(
-            Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds
-        )
+            Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds,
+            compiled=bool(getattr(translator.model, "static_decoding", False)),
+        )  # fmt: skip
 
 
 def quality_model(cfg: DictConfig, device: torch.device) -> QualityEstimator | None:
@@ -297,7 +299,14 @@ def _text_alignments(
 
 
 def write_report(
-    path: Path, cfg: DictConfig, decode: dict, results: list[list[Hypothesis]], n_lines: int, seconds: float
+    path: Path,
+    cfg: DictConfig,
+    decode: dict,
+    results: list[list[Hypothesis]],
+    n_lines: int,
+    seconds: float,
+    *,
+    compiled: bool = False,
 ) -> None:
     """Speed and settings of this translation, as JSON (read by scripts/decode_and_score.sh)."""
     tokens = sum(len(nbest[0].tokens) + 1 for nbest in results if nbest)
@@ -307,6 +316,8 @@ def write_report(
         "decode": decode,
         "precision": str(cfg.precision),
         "quantization": str(cfg.quantization),
+        "compile": str(cfg.compile).lower(),
+        "compiled": compiled,
         "device": str(cfg.device),
         "lines": n_lines,
         "seconds": seconds,

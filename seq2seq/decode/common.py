@@ -116,13 +116,15 @@ def start_search(
     model: nn.Module, src: Tensor, options: SearchOptions, *, copies: int, prefix: Prefix, ids: SpecialIds
 ) -> tuple[StepRules, DecoderState]:
     """What every search does first: check the arguments, build the rules for B * copies rows, encode
-    the sources and make the decoder state, its caches sized for the longest output allowed."""
+    the sources and make the decoder state, its caches sized for the longest output allowed (static
+    caches, seq2seq.decode.compiled: all of it; growing ones: up to `cache_steps`)."""
     check_search_arguments(model, src, options)
     rules = build_rules(
         src, options, copies=copies, prefix=prefix, ids=ids, longest_allowed=output_room(model, src)
     )
     longest = int(rules.max_lens.max()) if rules.max_lens.numel() else 0
-    state = model.init_state(model.encode(src), beam_size=copies, max_steps=cache_steps(longest))
+    steps = longest + 1 if getattr(model, "static_decoding", False) else cache_steps(longest)
+    state = model.init_state(model.encode(src), beam_size=copies, max_steps=steps)
     return rules, state
 
 

@@ -9,6 +9,7 @@ CTranslate2 is an optional dependency (`pip install seq2seq[export]`), imported 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,12 +20,14 @@ from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
+from seq2seq.decode.compiled import compile_setting, should_compile, use_static_decoding
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import length_sorted_batches, search_ids
 from seq2seq.decode.shortlist import Shortlist
 from seq2seq.errors import UserError
 from seq2seq.nn.linear import bound_onednn_caches
 
+log = logging.getLogger(__name__)
 OnBatch = Callable[[int], Any] | None
 EXPORTED_MODEL_FILE = "model.bin"  # what makes a directory a CTranslate2 model
 VOCABULARY_MAP_FILE = "vmap.txt"  # CTranslate2's vocabulary shortlist, written by seq2seq-export shortlist=
@@ -37,11 +40,24 @@ class TorchEngine:
 
     def __init__(
         self, model: nn.Module, ids: SpecialIds, *, device: torch.device, precision: str,
-        shortlist: Shortlist | None = None,
+        shortlist: Shortlist | None = None, compile: str = "false", quantization: str = "none",
     ) -> None:  # fmt: skip
+        """`compile`: auto | true | false, whether searches run a compiled decoder step
+        (seq2seq.decode.compiled); `quantization` only tells it whether the model's layers are int8."""
         bound_onednn_caches()  # a long-running translator meets new batch shapes all the time
         self.model, self.ids, self.device, self.precision = model.to(device).eval(), ids, device, precision
-        self.shortlist = shortlist
+        self.shortlist, self.compile, self.quantization = shortlist, compile_setting(compile), quantization
+        if self.compile == "true":  # a setting that cannot work fails now, not at the first request
+            self._compile_for(0)
+
+    def _compile_for(self, sentences: int) -> None:
+        """Switch to the compiled step if the setting asks for it at this input size (once)."""
+        if getattr(self.model, "static_decoding", False):
+            return
+        if should_compile(self.compile, self.model, sentences=sentences, device=self.device,
+                          quantization=self.quantization, shortlist=self.shortlist is not None):  # fmt: skip
+            log.info("compiling the decoder step (compile=%s): the first batches wait for it", self.compile)
+            use_static_decoding(self.model, compiled=True)
 
     @property
     def max_positions(self) -> int:
@@ -52,6 +68,7 @@ class TorchEngine:
         prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
     ) -> list[list[Hypothesis]]:  # fmt: skip
         """`confidence` changes nothing here: our searches always record each token's log-probability."""
+        self._compile_for(len(sources))
         return search_ids(
             self.model, sources, options=options, ids=self.ids, device=self.device, max_tokens=max_tokens,
             precision=self.precision, prefixes=prefixes, on_batch=on_batch, shortlist=self.shortlist,

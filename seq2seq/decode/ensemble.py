@@ -54,6 +54,11 @@ class Ensemble(nn.Module):
         self.config: dict[str, Any] = dict(models[0].config)
         self.config["max_positions"] = min(int(m.config.get("max_positions", 1024)) for m in models)
 
+    @property
+    def static_decoding(self) -> bool:
+        """Whether the members search on static caches (seq2seq.decode.compiled sets all or none)."""
+        return all(getattr(model, "static_decoding", False) for model in self.members)
+
     def encode(self, src: Tensor) -> list[Any]:
         """Shapes: src (B, S) -> one encoder output per model."""
         return [model.encode(src) for model in self.members]

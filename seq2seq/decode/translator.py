@@ -30,6 +30,7 @@ from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
+from seq2seq.decode.compiled import compile_setting
 from seq2seq.decode.confidence import Translation, confidence_of
 from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_model
 from seq2seq.decode.exported import METADATA_FILE, load_exported
@@ -108,6 +109,7 @@ class Translator:
         precision: str = "fp32",
         quantization: str = "none",
         shortlist: str | Path | None = None,
+        compile: str | bool = "auto",
         options: SearchOptions | Mapping[str, Any] | None = None,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
@@ -127,6 +129,8 @@ class Translator:
         (seq2seq.nn.quantized; CPU only, with precision="fp32") or CTranslate2's int8 compute type.
         `shortlist`: a file written by seq2seq-shortlist for this model; each batch's output projection
         then runs on its candidate tokens only (seq2seq.decode.shortlist; engine "torch").
+        `compile`: "auto", "true" or "false" (or a bool): whether our engine's searches run a compiled
+        decoder step (seq2seq.decode.compiled; auto: on CPU, for inputs large enough to repay compiling).
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = _engine_for(paths, engine)
@@ -139,6 +143,10 @@ class Translator:
         if chosen == "ctranslate2" and shortlist is not None:
             raise UserError("shortlist= works with engine=torch; CTranslate2 has its own vocabulary map "
                             "(vmap.txt in the exported directory, use_vmap)")  # fmt: skip
+        compile = compile_setting(compile)
+        if chosen == "ctranslate2" and compile == "true":
+            raise UserError("compile=true compiles our engine's decoder step; CTranslate2 runs its own "
+                            "kernels: use compile=auto or false with an exported model")  # fmt: skip
         if chosen == "ctranslate2":
             exported = load_exported(paths[0], device=target, precision=precision, quantization=quantization)
             metadata = f"{paths[0] / METADATA_FILE}"
@@ -157,8 +165,9 @@ class Translator:
             models = (loaded.src_tokenizer.to_bytes(), loaded.tgt_tokenizer.to_bytes())
             candidates = Shortlist.load(Path(shortlist), src_model=models[0], tgt_model=models[1])
         torch_engine = TorchEngine(
-            loaded.model, ids, device=target, precision=precision, shortlist=candidates
-        )
+            loaded.model, ids, device=target, precision=precision, shortlist=candidates, compile=compile,
+            quantization=quantization,
+        )  # fmt: skip
         return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, torch_engine, step=loaded.step,
                    languages=_languages(loaded.config), options=resolved, **policy)  # fmt: skip
 

@@ -18,7 +18,7 @@ from torch.utils.checkpoint import checkpoint
 from seq2seq.nn.attention import AttentionContext
 from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
-from seq2seq.nn.kv_cache import DecoderState, KVCache
+from seq2seq.nn.kv_cache import CacheSlot, DecoderState, KVCache, StaticKVCache
 from seq2seq.nn.layers import MemoryDownsampler
 from seq2seq.nn.packing import Packing
 from seq2seq.nn.positional import LearnedPositions, RotaryEmbedding, SinusoidalPositions, alibi_slopes
@@ -178,6 +178,33 @@ class Decoder(Stack):
         state.steps += tokens.shape[1]
         return self.final_norm(x)
 
+    def static_step(
+        self,
+        tokens: Tensor,
+        position: Tensor,
+        caches: list[tuple[Tensor, Tensor]],
+        cross_kv: list[tuple[Tensor, Tensor]],
+        memory_keep: Tensor,
+        memory_positions: Tensor,
+    ) -> Tensor:
+        """`step` on static caches (seq2seq.nn.kv_cache.StaticKVCache), with every input a tensor, so one
+        compiled graph serves every step: the new keys and values are written at `position`, and each
+        query attends over the whole buffer, masked to the positions up to its own.
+
+        Shapes: tokens (N, 1); position (1,) long; caches per layer 2 x (N, H, capacity, Dh) -> (N, 1, D)
+        """
+        k_positions = torch.arange(caches[0][0].shape[2], device=tokens.device)  # (capacity,)
+        self_context = self.positions.self_context(
+            keep=(k_positions <= position)[None], causal=False, q_positions=position, k_positions=k_positions
+        )
+        cross_context = self.positions.cross_context(
+            keep=memory_keep, q_positions=position, memory_positions=memory_positions
+        )
+        x = self._embed(tokens, position)  # (N, 1, D)
+        for layer, (keys, values), memory_kv in zip(self.layers, caches, cross_kv):
+            x = layer(x, memory_kv, self_context, cross_context, CacheSlot(keys, values, position))
+        return self.final_norm(x)
+
     def cross_attention(self, tgt_in: Tensor, memory: EncoderOutput, *, layer: int = -1) -> Tensor:
         """Probabilities of layer `layer`'s cross-attention. Shapes: tgt_in (B, T) -> (B, H, T, S')."""
         cross_kv, memory_keep, memory_positions = self.project_memory(memory)
@@ -225,6 +252,14 @@ class Seq2Seq(nn.Module):
         self.output = output
         self.pad_id = pad_id
         self.config = dict(config or {})
+        # Set by seq2seq.decode.compiled: the function that runs a step on static caches (`static_step`,
+        # or its compiled version); None = the growing caches of today's eager step.
+        self.static_step_function: Callable[..., Tensor] | None = None
+
+    @property
+    def static_decoding(self) -> bool:
+        """Whether searches run on static caches (init_state then needs max_steps)."""
+        return self.static_step_function is not None
 
     def forward(
         self, src: Tensor, tgt_in: Tensor, *, output_keep: Tensor | None = None, project: bool = True
@@ -260,15 +295,64 @@ class Seq2Seq(nn.Module):
         cross_kv, keep, positions = self.decoder.project_memory(memory)
         # Contiguous once here, or every step's attention matmul would copy the strided K/V views.
         cross_kv = [(k.contiguous(), v.contiguous()) for k, v in cross_kv]  # each (B, H, S', Dh)
+        if self.static_decoding:
+            return self._static_state(cross_kv, keep, positions, beam_size=beam_size, max_steps=max_steps)
         caches = [KVCache() if max_steps is None else KVCache(max_steps) for _ in self.decoder.layers]
         return DecoderState(
             caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=positions, group=beam_size
         )
 
+    def _static_state(
+        self,
+        cross_kv: list[tuple[Tensor, Tensor]],
+        keep: Tensor,
+        positions: Tensor,
+        *,
+        beam_size: int,
+        max_steps: int | None,
+    ) -> DecoderState:
+        """A state whose caches hold `max_steps` steps from the start (static_step never grows them)."""
+        if max_steps is None:
+            raise ValueError("static decoding needs max_steps: the caches are sized once, for every step")
+        like = cross_kv[0][0]  # the compute dtype (autocast's, when on) and device
+        _, heads, _, head_dim = like.shape
+        rows = keep.shape[0] * beam_size
+        caches = [StaticKVCache(rows, heads, max_steps, head_dim, like=like) for _ in self.decoder.layers]
+        return DecoderState(
+            caches=caches, cross_kv=cross_kv, memory_keep=keep, memory_positions=positions, group=beam_size,
+            position=torch.zeros(1, dtype=torch.long, device=keep.device),
+        )  # fmt: skip
+
     def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         """Logits for the token after `prev_tokens`. Shapes: prev_tokens (N, t) -> (N, V)."""
+        if state.position is not None:  # static caches: one token per row and step
+            caches = [cache.buffers for cache in state.caches]  # type: ignore[attr-defined]
+            tokens = prev_tokens.contiguous()  # one stride whatever the search sliced it from: no recompile
+            logits = self.static_step_function(  # type: ignore[misc]
+                tokens, state.position, caches, state.cross_kv, state.memory_keep, state.memory_positions
+            )
+            state.advance()
+            return logits, state
         hidden = self.decoder.step(prev_tokens, state)  # (N, t, D)
         return self.output(hidden[:, -1]), state
+
+    def static_step(
+        self,
+        prev_tokens: Tensor,
+        position: Tensor,
+        caches: list[tuple[Tensor, Tensor]],
+        cross_kv: list[tuple[Tensor, Tensor]],
+        memory_keep: Tensor,
+        memory_positions: Tensor,
+    ) -> Tensor:
+        """`decode_step` on static caches, every input a tensor (what seq2seq.decode.compiled compiles).
+
+        Shapes: prev_tokens (N, 1); position (1,); caches per layer 2 x (N, H, capacity, Dh) -> (N, V)
+        """
+        hidden = self.decoder.static_step(
+            prev_tokens, position, caches, cross_kv, memory_keep, memory_positions
+        )
+        return self.output(hidden[:, -1])
 
     def output_room(self, src: Tensor) -> Tensor:
         """Output tokens (before eos) the decoder's positions hold: max_positions - 1 (bos takes one).

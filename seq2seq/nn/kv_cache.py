@@ -61,6 +61,9 @@ class KVCache:
             v[:, :, : self.length] = self._v[:, :, : self.length]
         self._k, self._v, self._spare = k, v, None
 
+    def _new_buffer(self, shape: tuple[int, ...]) -> Tensor:
+        return self._k.new_empty(shape)  # type: ignore[union-attr]
+
     def reorder(self, index: Tensor) -> None:
         """Keep rows `index` (beam search: the surviving hypotheses). Shapes: index (B',)."""
         if self._k is None:
@@ -77,7 +80,7 @@ class KVCache:
             return
         shape = (index.shape[0], *self._k.shape[1:])  # (B', H, capacity, Dh)
         if self._spare is None or self._spare[0].shape != shape:
-            self._spare = (self._k.new_empty(shape), self._v.new_empty(shape))
+            self._spare = (self._new_buffer(shape), self._new_buffer(shape))
         k, v = self._spare
         filled = slice(0, self.length)
         torch.index_select(self._k[:, :, filled], 0, index, out=k[:, :, filled])
@@ -96,6 +99,50 @@ class KVCache:
                 filled.index_copy_(0, targets, filled.index_select(0, sources))  # read all, then write
         if keep_rows is not None and keep_rows < self._k.shape[0]:
             self._k, self._v, self._spare = self._k[:keep_rows], self._v[:keep_rows], None
+
+
+class StaticKVCache(KVCache):
+    """A KVCache whose buffers keep one shape for a whole search: a compiled decoder step serves every step.
+
+    Both buffers are allocated once, for every step the search can take, and zero-filled. A step
+    writes its keys and values at a position given as a tensor and attends over the whole buffer,
+    masked to the filled part (`CacheSlot`), so no step's shapes depend on how far decoding has got
+    (seq2seq.decode.compiled). `length` counts the filled steps for `reorder`, which copies only
+    those; it is advanced by the caller after each step (`DecoderState.advance`).
+    """
+
+    def __init__(self, rows: int, heads: int, capacity: int, head_dim: int, *, like: Tensor) -> None:
+        """Buffers (rows, heads, capacity, head_dim) of `like`'s dtype and device."""
+        super().__init__(capacity)
+        self._k = like.new_zeros(rows, heads, capacity, head_dim)
+        self._v = like.new_zeros(rows, heads, capacity, head_dim)
+
+    @property
+    def buffers(self) -> tuple[Tensor, Tensor]:
+        """The whole key and value buffers. Shapes: -> 2 x (B, H, capacity, Dh)."""
+        return self._k, self._v  # type: ignore[return-value]
+
+    def _new_buffer(self, shape: tuple[int, ...]) -> Tensor:
+        # Steps past `length` are read too (masked): they must hold finite numbers, as 0 * NaN is NaN.
+        return self._k.new_zeros(shape)  # type: ignore[union-attr]
+
+    def append(self, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
+        raise RuntimeError("a StaticKVCache is written through CacheSlot at a position tensor")
+
+
+class CacheSlot:
+    """What self-attention sees of a StaticKVCache during one step: `append` writes the new keys and
+    values at `position` and returns the whole buffers (the step's mask hides the unfilled part)."""
+
+    def __init__(self, keys: Tensor, values: Tensor, position: Tensor) -> None:
+        """Shapes: keys, values (B, H, capacity, Dh); position (t,) long."""
+        self.keys, self.values, self.position = keys, values, position
+
+    def append(self, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
+        """Shapes: k_new, v_new (B, H, t, Dh) -> k, v (B, H, capacity, Dh)."""
+        self.keys.index_copy_(2, self.position, k_new)
+        self.values.index_copy_(2, self.position, v_new)
+        return self.keys, self.values
 
 
 def rows_to_move(index: Tensor, rows: int) -> Tensor | None:
@@ -117,6 +164,8 @@ class DecoderState:
     group:       hypotheses per memory row, N = M * group: row n reads memory row n // group (beam
                  search keeps one copy of each sentence's memory for all its beams).
     steps:       target tokens consumed so far (the next token's position).
+    position:    with StaticKVCache caches, `steps` as a (1,) long tensor (a compiled step reads it
+                 without recompiling each step); None otherwise.
     """
 
     caches: list[KVCache]
@@ -125,11 +174,19 @@ class DecoderState:
     memory_positions: Tensor
     group: int = 1
     steps: int = 0
+    position: Tensor | None = None
 
     @property
     def batch_size(self) -> int:
         """N, the number of hypotheses."""
         return self.memory_keep.shape[0] * self.group
+
+    def advance(self) -> None:
+        """After a static step (one token for every row): every cache holds one more step."""
+        self.steps += 1
+        self.position += 1  # type: ignore[operator]
+        for cache in self.caches:
+            cache.length += 1
 
     def reorder(self, index: Tensor, *, memory: bool | Tensor = True) -> DecoderState:
         """Keep hypotheses `index` (N',), in that order, in place; returns self.
@@ -157,4 +214,4 @@ class DecoderState:
         return self
 
 
-__all__ = ["DecoderState", "KVCache"]
+__all__ = ["CacheSlot", "DecoderState", "KVCache", "StaticKVCache"]

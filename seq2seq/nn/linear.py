@@ -64,7 +64,8 @@ def onednn_linear_preferred() -> bool:
 
 def _use_onednn(x: Tensor, weight: Tensor) -> bool:
     return (
-        x.device.type == "cpu"
+        not torch.compiler.is_compiling()  # a compiled graph (seq2seq.decode.compiled) picks its own kernels
+        and x.device.type == "cpu"
         and x.dtype == torch.float32
         and weight.dtype == torch.float32
         and not torch.is_grad_enabled()

@@ -1,0 +1,119 @@
+"""Compiled decoding: the decoder step as one torch.compile graph over static KV caches.
+
+Today's eager step appends to caches that grow, so its shapes change every step. With static caches
+(seq2seq.nn.kv_cache.StaticKVCache) every buffer is sized once for the whole search and the step
+reads its position from a tensor, so one graph serves every step of every batch: it is compiled
+with dynamic sizes for rows, source length and cache capacity. New graphs are compiled only for
+another kind of search (greedy, or beam search with another beam size) and for batches of one row
+or one sentence, which PyTorch compiles on their own. Compiled graphs live in PyTorch's on-disk
+cache, so a later process with the same model shapes compiles much faster.
+
+`compile` is one setting of the torch engine (translate, serve, the Translator):
+  * true:  compile at the first search; one-line errors name what cannot be compiled;
+  * false: today's eager step;
+  * auto:  compile only on CPU, for inputs of AUTO_MIN_SENTENCES sentences or more, where the
+           measured speed-up repays the compile time (benchmarks/results.md), and only where it can
+           (on GPUs it is unmeasured here: compile=true asks for it).
+Compiled and eager decoding give the same tokens; the eager step stays the reference.
+Encoder-decoder models only (ensembles of them too), in fp32 or bf16, without int8 layers, a
+vocabulary shortlist or sliding-window attention.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+COMPILE_SETTINGS = ("auto", "true", "false")
+# auto compiles for inputs this large: the compile time is tens of seconds on a small CPU, and the
+# speed-up a fraction of the decoding time (the figures: benchmarks/results.md).
+AUTO_MIN_SENTENCES = 50_000
+
+
+def compile_setting(value: Any) -> str:
+    """`compile` as one of COMPILE_SETTINGS: a config gives a bool or a string."""
+    text = str(value).lower() if isinstance(value, (bool, str)) else repr(value)
+    if text not in COMPILE_SETTINGS:
+        raise UserError(f"compile={value!r} is not supported; choose {', '.join(COMPILE_SETTINGS)}")
+    return text
+
+
+def _members(model: nn.Module) -> Iterator[nn.Module]:
+    """The models that decode: an ensemble's members, or the model itself."""
+    members = getattr(model, "members", None)
+    yield from (members if members is not None else [model])
+
+
+def unsupported_reason(
+    model: nn.Module, *, quantization: str = "none", shortlist: bool = False
+) -> str | None:
+    """Why this model and setting cannot decode compiled, in words; None when they can."""
+    for member in _members(model):
+        family = getattr(member, "family", "encoder_decoder")
+        if family != "encoder_decoder" or not hasattr(member, "static_step"):
+            return f"it compiles encoder-decoder models, and this is {family}"
+        if member.config.get("window") is not None:
+            return "sliding-window attention decodes on growing caches only"
+    if quantization != "none":
+        return f"quantization={quantization} layers run PyTorch's int8 kernels, which compile cannot fuse"
+    if shortlist:
+        return "a shortlist swaps the output projection for each batch"
+    return None
+
+
+def use_static_decoding(model: nn.Module, *, compiled: bool) -> None:
+    """Make every search on `model` run on static caches: through a compiled step, or (compiled=False)
+    the same step eagerly, which the tests compare with today's growing caches."""
+    for member in _members(model):
+        step = member.static_step
+        # freezing: the weights become constants of the graph, which lets it pre-pack them for the CPU's
+        # matrix kernels (a search never changes them; training never compiles this step).
+        member.static_step_function = (
+            torch.compile(step, dynamic=True, options={"freezing": True}) if compiled else step
+        )
+
+
+def use_eager_decoding(model: nn.Module) -> None:
+    """Back to today's growing caches and eager step."""
+    for member in _members(model):
+        member.static_step_function = None
+
+
+def should_compile(
+    setting: str,
+    model: nn.Module,
+    *,
+    sentences: int,
+    device: torch.device,
+    quantization: str = "none",
+    shortlist: bool = False,
+) -> bool:
+    """Whether a search of `sentences` sentences compiles; for compile=true a one-line error says why it
+    cannot, where it cannot. auto compiles on CPU only: that is where the speed-up was measured."""
+    setting = compile_setting(setting)
+    if setting == "false":
+        return False
+    reason = unsupported_reason(model, quantization=quantization, shortlist=shortlist)
+    if setting == "true":
+        if reason is not None:
+            raise UserError(f"compile=true cannot be used here: {reason}; use compile=false")
+        return True
+    return reason is None and device.type == "cpu" and sentences >= AUTO_MIN_SENTENCES
+
+
+__all__ = [
+    "AUTO_MIN_SENTENCES",
+    "COMPILE_SETTINGS",
+    "compile_setting",
+    "should_compile",
+    "unsupported_reason",
+    "use_eager_decoding",
+    "use_static_decoding",
+]
