@@ -181,7 +181,7 @@ def translate(cfg: DictConfig) -> None:
     if cfg.report:
         write_report(
             Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds,
-            compiled=bool(getattr(translator.model, "static_decoding", False)),
+            compiled=bool(getattr(translator.engine, "compiled", False)),
         )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ search.py       search(): the search a SearchOptions describes; search_ids(): ma
 loading.py      a model and its tokenizers rebuilt from a checkpoint file alone
 ensemble.py     several models searched as one (mean log-probabilities, each with its own cache)
 engines.py      what a Translator searches with: our PyTorch search, or CTranslate2 on an exported model
+compiled.py     compiled decoding: the decoder step as one torch.compile graph over static KV caches
 exported.py     reading a model directory written by seq2seq-export
 tuned.py        a model's own decoding settings (length_penalty, max_len_a) stored with its weights
 confidence.py   per-token probabilities and sentence confidence of a translation

@@ -11,9 +11,9 @@ cache, so a later process with the same model shapes compiles much faster.
 `compile` is one setting of the torch engine (translate, serve, the Translator):
   * true:  compile at the first search; one-line errors name what cannot be compiled;
   * false: today's eager step;
-  * auto:  compile only on CPU, for inputs of AUTO_MIN_SENTENCES sentences or more, where the
-           measured speed-up repays the compile time (benchmarks/results.md), and only where it can
-           (on GPUs it is unmeasured here: compile=true asks for it).
+  * auto:  compile only greedy searches on CPU, of AUTO_MIN_SENTENCES sentences or more: there the
+           measured speed-up repays the compile time, while compiled beam search was slower than eager
+           on the CPUs measured (benchmarks/results.md); on GPUs it is unmeasured (compile=true asks).
 Compiled and eager decoding give the same tokens; the eager step stays the reference.
 Encoder-decoder models only (ensembles of them too), in fp32 or bf16, without int8 layers, a
 vocabulary shortlist or sliding-window attention.
@@ -32,8 +32,8 @@ from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
 COMPILE_SETTINGS = ("auto", "true", "false")
-# auto compiles for inputs this large: the compile time is tens of seconds on a small CPU, and the
-# speed-up a fraction of the decoding time (the figures: benchmarks/results.md).
+# auto compiles greedy searches of this many sentences: on a 2-core AVX2 CPU compiling took 44 s and
+# saved 1.1 ms a sentence (break-even near 40,000; the figures: benchmarks/results.md).
 AUTO_MIN_SENTENCES = 50_000
 
 
@@ -70,14 +70,19 @@ def unsupported_reason(
 
 def use_static_decoding(model: nn.Module, *, compiled: bool) -> None:
     """Make every search on `model` run on static caches: through a compiled step, or (compiled=False)
-    the same step eagerly, which the tests compare with today's growing caches."""
+    the same step eagerly, which the tests compare with today's growing caches. A member keeps its
+    compiled step (and what PyTorch compiled for it) when switched back to eager and compiled again."""
     for member in _members(model):
-        step = member.static_step
-        # freezing: the weights become constants of the graph, which lets it pre-pack them for the CPU's
-        # matrix kernels (a search never changes them; training never compiles this step).
-        member.static_step_function = (
-            torch.compile(step, dynamic=True, options={"freezing": True}) if compiled else step
-        )
+        if not compiled:
+            member.static_step_function = member.static_step
+            continue
+        if getattr(member, "_compiled_static_step", None) is None:
+            # freezing: the weights become constants of the graph, which lets it pre-pack them for the
+            # CPU's matrix kernels (a search never changes them; training never compiles this step).
+            member._compiled_static_step = torch.compile(
+                member.static_step, dynamic=True, options={"freezing": True}
+            )
+        member.static_step_function = member._compiled_static_step
 
 
 def use_eager_decoding(model: nn.Module) -> None:
@@ -92,11 +97,13 @@ def should_compile(
     *,
     sentences: int,
     device: torch.device,
+    greedy: bool = True,
     quantization: str = "none",
     shortlist: bool = False,
 ) -> bool:
-    """Whether a search of `sentences` sentences compiles; for compile=true a one-line error says why it
-    cannot, where it cannot. auto compiles on CPU only: that is where the speed-up was measured."""
+    """Whether a search of `sentences` sentences (`greedy`: a greedy search) compiles; for compile=true a
+    one-line error says why it cannot, where it cannot. auto compiles where a speed-up was measured:
+    greedy search on CPU."""
     setting = compile_setting(setting)
     if setting == "false":
         return False
@@ -105,7 +112,7 @@ def should_compile(
         if reason is not None:
             raise UserError(f"compile=true cannot be used here: {reason}; use compile=false")
         return True
-    return reason is None and device.type == "cpu" and sentences >= AUTO_MIN_SENTENCES
+    return reason is None and greedy and device.type == "cpu" and sentences >= AUTO_MIN_SENTENCES
 
 
 __all__ = [

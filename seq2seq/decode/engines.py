@@ -20,7 +20,7 @@ from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
-from seq2seq.decode.compiled import compile_setting, should_compile, use_static_decoding
+from seq2seq.decode.compiled import compile_setting, should_compile, use_eager_decoding, use_static_decoding
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import length_sorted_batches, search_ids
 from seq2seq.decode.shortlist import Shortlist
@@ -47,17 +47,25 @@ class TorchEngine:
         bound_onednn_caches()  # a long-running translator meets new batch shapes all the time
         self.model, self.ids, self.device, self.precision = model.to(device).eval(), ids, device, precision
         self.shortlist, self.compile, self.quantization = shortlist, compile_setting(compile), quantization
+        self.compiled = False  # whether searches run the compiled step now
         if self.compile == "true":  # a setting that cannot work fails now, not at the first request
-            self._compile_for(0)
+            self._choose_step(0, greedy=True)
 
-    def _compile_for(self, sentences: int) -> None:
-        """Switch to the compiled step if the setting asks for it at this input size (once)."""
-        if getattr(self.model, "static_decoding", False):
+    def _choose_step(self, sentences: int, *, greedy: bool) -> None:
+        """The compiled or the eager step, as the setting says for this search."""
+        compiled = should_compile(
+            self.compile, self.model, sentences=sentences, device=self.device, greedy=greedy,
+            quantization=self.quantization, shortlist=self.shortlist is not None,
+        )  # fmt: skip
+        if compiled == self.compiled:
             return
-        if should_compile(self.compile, self.model, sentences=sentences, device=self.device,
-                          quantization=self.quantization, shortlist=self.shortlist is not None):  # fmt: skip
-            log.info("compiling the decoder step (compile=%s): the first batches wait for it", self.compile)
+        if compiled:
+            log.info("decoding with a compiled step (compile=%s): each kind of search compiles at its "
+                     "first batch", self.compile)  # fmt: skip
             use_static_decoding(self.model, compiled=True)
+        else:
+            use_eager_decoding(self.model)
+        self.compiled = compiled
 
     @property
     def max_positions(self) -> int:
@@ -68,7 +76,7 @@ class TorchEngine:
         prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
     ) -> list[list[Hypothesis]]:  # fmt: skip
         """`confidence` changes nothing here: our searches always record each token's log-probability."""
-        self._compile_for(len(sources))
+        self._choose_step(len(sources), greedy=not options.searches_beams and not options.sampling)
         return search_ids(
             self.model, sources, options=options, ids=self.ids, device=self.device, max_tokens=max_tokens,
             precision=self.precision, prefixes=prefixes, on_batch=on_batch, shortlist=self.shortlist,
