@@ -33,7 +33,7 @@ from seq2seq.errors import UserError
 log = logging.getLogger(__name__)
 COMPILE_SETTINGS = ("auto", "true", "false")
 # auto compiles greedy searches of this many sentences: on a 2-core AVX2 CPU compiling took 44 s and
-# saved 1.1 ms a sentence (break-even near 40,000; the figures: benchmarks/results.md).
+# saved about a millisecond a sentence (break-even near 40,000; the figures: benchmarks/results.md).
 AUTO_MIN_SENTENCES = 50_000
 
 

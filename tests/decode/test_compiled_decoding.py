@@ -104,7 +104,7 @@ def test_static_caches_keep_finite_numbers_past_the_filled_steps():
 def compiled_model():
     """One model whose compiled step every test below shares (each kind of search compiles once)."""
     torch.set_num_threads(1)
-    model = model_with(seed=11)
+    model = model_with(seed=11, encoder_layers=1, decoder_layers=1)  # a smaller graph compiles sooner
     use_static_decoding(model, compiled=True)
     return model
 
