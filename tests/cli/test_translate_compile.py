@@ -60,3 +60,11 @@ def test_an_unknown_compile_setting_is_one_line(checkpoints, tmp_path) -> None:
     assert (
         stderr.strip().splitlines()[-1] == "error: compile='fast' is not supported; choose auto, true, false"
     )
+
+
+def test_compile_true_refuses_an_exported_model_before_loading_it(tmp_path) -> None:
+    exported = tmp_path / "exported"
+    exported.mkdir()
+    (exported / "model.bin").write_bytes(b"")  # never read: the setting is refused first
+    with pytest.raises(UserError, match=r"compile=true compiles our engine's decoder step; CTranslate2 runs"):
+        Translator.from_checkpoint(exported, compile=True)
