@@ -12,11 +12,12 @@ cache, so a later process with the same model shapes compiles much faster.
   * true:  compile at the first search; one-line errors name what cannot be compiled;
   * false: today's eager step;
   * auto:  compile only greedy searches on CPU, of AUTO_MIN_SENTENCES sentences or more: there the
-           measured speed-up repays the compile time, while compiled beam search was slower than eager
-           on the CPUs measured (benchmarks/results.md); on GPUs it is unmeasured (compile=true asks).
+           measured speed-up repays the compile time, while compiled beam search was no faster than
+           eager within the noise of the CPU measured (benchmarks/results.md); on GPUs it is unmeasured
+           (compile=true asks).
 Compiled and eager decoding give the same tokens; the eager step stays the reference.
-Encoder-decoder models only (ensembles of them too), in fp32 or bf16, without int8 layers, a
-vocabulary shortlist or sliding-window attention.
+Encoder-decoder models only (ensembles of them too), without int8 layers, a vocabulary shortlist or
+sliding-window attention; tested and measured in fp32.
 """
 
 from __future__ import annotations

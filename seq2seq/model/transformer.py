@@ -328,7 +328,10 @@ class Seq2Seq(nn.Module):
         if state.position is not None:  # static caches: one token per row and step
             caches = [cache.buffers for cache in state.caches]  # type: ignore[attr-defined]
             tokens = prev_tokens.contiguous()  # one stride whatever the search sliced it from: no recompile
-            logits = self.static_step_function(  # type: ignore[misc]
+            # A search keeps the kind of state it started with, even if another thread switches the
+            # model back to eager meanwhile: the static step then runs eagerly, with the same results.
+            step = self.static_step_function or self.static_step
+            logits = step(
                 tokens, state.position, caches, state.cross_kv, state.memory_keep, state.memory_positions
             )
             state.advance()

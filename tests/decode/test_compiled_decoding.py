@@ -150,3 +150,16 @@ def test_compile_settings():
         assert not should_compile("auto", sentences=big, device=CPU, **arguments)
         with pytest.raises(UserError, match=f"compile=true cannot be used here: .*{reason}"):
             should_compile("true", sentences=1, device=CPU, **arguments)
+
+
+def test_a_search_started_on_static_caches_finishes_if_the_model_is_switched_back_meanwhile():
+    model = model_with(seed=7)
+    src = sources([5, 6], seed=3)
+    expected = run(model, src, "greedy")
+    use_static_decoding(model, compiled=False)
+    state = model.init_state(model.encode(src), beam_size=1, max_steps=4)
+    use_eager_decoding(model)  # another thread's search chose eager decoding
+    tokens = torch.full((2, 1), 2)
+    logits, state = model.decode_step(tokens, state)
+    assert logits.argmax(dim=-1).tolist() == [row[0][0] if row[0] else 3 for row in expected[0]]
+    assert run(model, src, "greedy") == expected
