@@ -34,12 +34,19 @@ def export(cfg: DictConfig) -> Path:
     written = export_ctranslate2(
         checkpoint, output, quantization=str(cfg.quantization), force=bool(cfg.force),
         shortlist=None if cfg.shortlist is None else Path(to_absolute_path(str(cfg.shortlist))),
+        torch_weights=torch_weights_setting(cfg.torch_weights),
     )  # fmt: skip
     size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
     family = read_metadata(written)["family"]  # which CTranslate2 class will run it
     log.info("exported %s (%s) to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",
              checkpoint, family, written, cfg.quantization, size, cfg.output)  # fmt: skip
     return written
+
+
+def torch_weights_setting(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise UserError(f"torch_weights={value!r} must be true or false")
+    return value
 
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="export")

@@ -148,6 +148,7 @@ def translate(cfg: DictConfig) -> None:
         options=OmegaConf.to_container(cfg.decode),
         max_input_tokens=cfg.max_input_tokens,
         long_lines=str(cfg.long_lines),
+        glossary=None if cfg.glossary is None else hydra.utils.to_absolute_path(str(cfg.glossary)),
     )  # fmt: skip  (decode keys left null take the model's own tuned values: seq2seq.decode.tuned)
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
     confidence = confidence_setting(cfg)
@@ -162,14 +163,18 @@ def translate(cfg: DictConfig) -> None:
             raise UserError(f"prefix={cfg.prefix} has {len(prefixes)} lines but the input has {len(lines)}; "
                             "give one target prefix (or an empty line) per input line")  # fmt: skip
         forced = translator.encode_prefixes(prefixes, encoded)
+    wanted, banned = translator.encode_constraints(
+        lines, encoded, constraints=_constraint_lines(cfg), avoid=_avoided(cfg)
+    )
     log.info(
         "translating %d lines (%d pieces) with %s on %s",
         len(lines), len(encoded.sources), translator.options.describe(), translator.device,
     )  # fmt: skip
     start = time.perf_counter()
     results = _search_with_progress(
-        cfg, translator, encoded.sources, forced, confidence=confidence is not None or quality is not None
-    )
+        cfg, translator, encoded.sources, forced, confidence=confidence is not None or quality is not None,
+        constraints=wanted, avoid=banned,
+    )  # fmt: skip
     seconds = time.perf_counter() - start
     output = cfg.output if cfg.output == "-" else hydra.utils.to_absolute_path(cfg.output)
     if confidence == "jsonl":
@@ -325,6 +330,9 @@ def write_report(
         "tokens_per_second": tokens / max(seconds, 1e-9),
         "threads": torch.get_num_threads(),
     }
+    constrained = constraint_report(results)
+    if constrained is not None:
+        report["constraints"] = constrained
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
 
@@ -347,6 +355,36 @@ def nbest_lines(
     return lines
 
 
+def _constraint_lines(cfg: DictConfig) -> list[list[str]] | None:
+    """constraints=FILE: per line, its tab-separated phrases (a blank line: none)."""
+    if not cfg.constraints:
+        return None
+    return [line.split("\t") if line.strip() else [] for line in _read(cfg.constraints, cfg.encoding_errors)]
+
+
+def _avoided(cfg: DictConfig) -> list[str] | None:
+    """avoid=FILE: one phrase per line (blank lines skipped)."""
+    if not cfg.avoid:
+        return None
+    return [line for line in _read(cfg.avoid, cfg.encoding_errors) if line.strip()]
+
+
+def constraint_report(results: list[list[Hypothesis]]) -> dict[str, Any] | None:
+    """Sentences with constraints, their phrases, how many were met, and which engine translated them."""
+    best = [nbest[0] for nbest in results if nbest and nbest[0].constraints_total]
+    if not best:
+        return None
+    engines: dict[str, int] = {}
+    for hypothesis in best:
+        engines[hypothesis.engine or "torch"] = engines.get(hypothesis.engine or "torch", 0) + 1
+    return {
+        "sentences": len(best),
+        "phrases": sum(h.constraints_total or 0 for h in best),
+        "met": sum(h.constraints_met or 0 for h in best),
+        "engines": engines,
+    }
+
+
 def checkpoint_paths(setting: Any) -> list[str]:
     """checkpoint=PATH, or checkpoint=[a.pt,b.pt] for an ensemble, as absolute paths."""
     values = list(setting) if OmegaConf.is_list(setting) else [setting]
@@ -362,7 +400,8 @@ def _read(source: str, encoding_errors: str) -> list[str]:
 
 def _search_with_progress(
     cfg: DictConfig, translator: Translator, sources: list[list[int]], prefixes: list[list[int]] | None,
-    *, confidence: bool,
+    *, confidence: bool, constraints: list[list[list[int]]] | None = None,
+    avoid: list[list[int]] | None = None,
 ) -> list[list[Hypothesis]]:  # fmt: skip
     show = progress_bar_setting(cfg.progress_bar)
     use_bar = (sys.stderr.isatty() and cfg.input != "-") if show is None else show
@@ -370,7 +409,7 @@ def _search_with_progress(
     try:
         return translator.search(
             sources, max_tokens=int(cfg.max_tokens), prefixes=prefixes, on_batch=bar.update if bar else None,
-            confidence=confidence,
+            confidence=confidence, constraints=constraints, avoid=avoid,
         )  # fmt: skip
     finally:
         if bar is not None:

@@ -38,6 +38,7 @@ from seq2seq.decode.common import (
     next_token_scores,
     start_search,
 )
+from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import NEG_INF, length_penalty
 from seq2seq.errors import UserError
@@ -74,6 +75,7 @@ def beam_search(
     prefix: Prefix = None,
     ids: SpecialIds = SPECIAL_IDS,
     all_finished: bool = False,
+    avoid: Avoided | None = None,
 ) -> list[list[Hypothesis]]:
     """The `options.nbest` best hypotheses per sentence, best first (score = log_prob / GNMT penalty).
 
@@ -82,13 +84,12 @@ def beam_search(
     shared list, one list per sentence (lengths may differ), or a (B, P) tensor right-padded with pad_id;
     forced tokens count in the output, score and length. `all_finished`: every finished hypothesis, not
     only `nbest`; with `stop_early` which ones finish does not depend on the length penalty, so
-    re-ranking them under another penalty gives exactly that penalty's search result.
+    re-ranking them under another penalty gives exactly that penalty's search result. `avoid`: phrases
+    no output may contain (seq2seq.decode.constraints).
     Shapes: src (B, S) right-padded with pad_id -> B lists of `nbest` hypotheses.
     """
-    beam_size, nbest = options.beam_size, options.nbest
-    if beam_size < 1 or not 1 <= nbest <= beam_size:
-        raise UserError(f"beam_size={beam_size}, nbest={nbest}: need 1 <= nbest <= beam_size")
-    rules, state = start_search(model, src, options, copies=beam_size, prefix=prefix, ids=ids)
+    beam_size, nbest = check_beam(options)
+    rules, state = start_search(model, src, options, copies=beam_size, prefix=prefix, ids=ids, avoid=avoid)
     ready = getattr(model, "returns_log_probs", False)  # an Ensemble scores the step itself
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
@@ -99,6 +100,14 @@ def beam_search(
         _step(beams, state, logprobs, finished, limits=limits, options=options)
     kept = None if all_finished else nbest
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:kept] for hyps in finished]
+
+
+def check_beam(options: SearchOptions) -> tuple[int, int]:
+    """(beam_size, nbest), when they make sense."""
+    beam_size, nbest = options.beam_size, options.nbest
+    if beam_size < 1 or not 1 <= nbest <= beam_size:
+        raise UserError(f"beam_size={beam_size}, nbest={nbest}: need 1 <= nbest <= beam_size")
+    return beam_size, nbest
 
 
 def _initial_beams(batch: int, beam_size: int, rules: StepRules, *, device: torch.device) -> _Beams:
@@ -208,7 +217,7 @@ def _split(
     order = is_eos.long() * width + torch.arange(width, device=is_eos.device)  # non-eos first, by rank
     picks = order.topk(beam_size, dim=1, largest=False).indices  # (B, K), ascending rank
     eos_scores = candidates.scores[:, :beam_size].masked_fill(~is_eos[:, :beam_size], NEG_INF)
-    best_live = candidates.scores.gather(1, picks[:, :1]).squeeze(1)  # (B,)
+    best_live = candidates.scores.gather(1, picks).amax(dim=1)  # (B,): the first pick, unless constrained
     bound = best_live
     if exact:
         longest = rules.max_lens.view(batch, beam_size)[:, 0] + 1  # final length incl. eos
@@ -230,9 +239,16 @@ def _split(
 
 
 def _finish(
-    finished: list[list[Hypothesis]], beams: _Beams, report: list[list[float]], *, alpha: float
+    finished: list[list[Hypothesis]],
+    beams: _Beams,
+    report: list[list[float]],
+    *,
+    alpha: float,
+    totals: list[int] | None = None,
 ) -> None:
-    """Record the hypotheses that end with eos at this step. report: `_split`'s report as lists."""
+    """Record the hypotheses that end with eos at this step. report: `_split`'s report as lists; with
+    `totals` (phrases per sentence, a constrained search), columns 3K to 4K - 1 hold how many phrases
+    each finishing hypothesis met."""
     beam_size = beams.scores.shape[1]
     ends = [(i, rank) for i, row in enumerate(report) for rank in range(beam_size) if row[rank] != NEG_INF]
     if not ends:
@@ -243,7 +259,11 @@ def _finish(
     logprobs = beams.positional_scores.index_select(0, index).tolist()
     for (i, rank), output, scores in zip(ends, outputs, logprobs):
         scores.append(report[i][2 * beam_size + rank])
-        finished[beams.sentences[i]].append(finished_hypothesis(output, scores, alpha))
+        hypothesis = finished_hypothesis(output, scores, alpha)
+        if totals is not None:
+            hypothesis.constraints_met = int(report[i][3 * beam_size + rank])
+            hypothesis.constraints_total = totals[beams.sentences[i]]
+        finished[beams.sentences[i]].append(hypothesis)
 
 
 def _sentence_done(
@@ -261,8 +281,10 @@ def _sentence_done(
 
 def _advance(
     beams: _Beams, state: DecoderState, candidates: _Candidates, picks: Tensor, done: list[bool]
-) -> None:
-    """Move to the chosen beams and drop the sentences that are done, with one cache reorder."""
+) -> tuple[Tensor, Tensor | None]:
+    """Move to the chosen beams and drop the sentences that are done, with one cache reorder.
+
+    Returns the picks as placed (B, K: candidate positions by slot) and the sentences kept (None: all)."""
     batch, beam_size = picks.shape
     picks = picks.gather(1, _parent_slots_first(candidates.beams.gather(1, picks)))
     base = torch.arange(batch, device=picks.device)[:, None] * beam_size  # (B, 1)
@@ -283,6 +305,7 @@ def _advance(
     beams.rules = beams.rules.select(index)
     if index.numel():
         state.reorder(index, memory=alive)  # each kept sentence's K beams stay together
+    return picks, None if alive is False else alive
 
 
 def _parent_slots_first(parents: Tensor) -> Tensor:

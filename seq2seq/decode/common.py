@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import (
     NEG_INF,
@@ -65,6 +66,9 @@ class Hypothesis:
     log_prob: float
     positional_scores: list[float] | None = field(default=None, repr=False)
     qe: float | None = field(default=None, repr=False)  # a quality estimate, when a QE model scored it
+    constraints_met: int | None = field(default=None, repr=False)  # phrases met, in a constrained search
+    constraints_total: int | None = field(default=None, repr=False)  # phrases it was asked for
+    engine: str | None = field(default=None, repr=False)  # the engine that found it, when several may
 
 
 @dataclass
@@ -77,6 +81,7 @@ class StepRules:
     prefix: Tensor | None  # (N, P) forced tokens, ids.pad where free, or None
     no_repeat_ngram_size: int
     ids: SpecialIds
+    avoid: Avoided | None = None  # phrases no output may contain (seq2seq.decode.constraints)
 
     def select(self, index: Tensor) -> StepRules:
         """The rules for rows `index` (after beams are reordered or finished sentences dropped)."""
@@ -88,6 +93,7 @@ class StepRules:
             prefix,
             self.no_repeat_ngram_size,
             self.ids,
+            self.avoid,
         )
 
 
@@ -113,14 +119,27 @@ def next_token_scores(logits: Tensor, tokens: Tensor, rules: StepRules, *, log_p
 
 
 def start_search(
-    model: nn.Module, src: Tensor, options: SearchOptions, *, copies: int, prefix: Prefix, ids: SpecialIds
+    model: nn.Module,
+    src: Tensor,
+    options: SearchOptions,
+    *,
+    copies: int,
+    prefix: Prefix,
+    ids: SpecialIds,
+    avoid: Avoided | None = None,
 ) -> tuple[StepRules, DecoderState]:
     """What every search does first: check the arguments, build the rules for B * copies rows, encode
     the sources and make the decoder state, its caches sized for the longest output allowed (static
     caches, seq2seq.decode.compiled: all of it; growing ones: up to `cache_steps`)."""
     check_search_arguments(model, src, options)
     rules = build_rules(
-        src, options, copies=copies, prefix=prefix, ids=ids, longest_allowed=output_room(model, src)
+        src,
+        options,
+        copies=copies,
+        prefix=prefix,
+        ids=ids,
+        longest_allowed=output_room(model, src),
+        avoid=avoid,
     )
     longest = int(rules.max_lens.max()) if rules.max_lens.numel() else 0
     steps = longest + 1 if getattr(model, "static_decoding", False) else cache_steps(longest)
@@ -139,6 +158,8 @@ def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
     if rules.no_repeat_ngram_size > 0 and step >= rules.no_repeat_ngram_size - 1:
         allowed = no_repeat_ngram_allowed(tokens[:, 1:], rules.no_repeat_ngram_size, logprobs.shape[1])
         logprobs.masked_fill_(~allowed, NEG_INF)
+    if rules.avoid is not None:
+        rules.avoid.ban_(logprobs, tokens[:, 1:])
     limit_lengths_(
         logprobs,
         step=step,
@@ -232,6 +253,7 @@ def build_rules(
     prefix: Prefix,
     ids: SpecialIds,
     longest_allowed: int | Tensor | None = None,
+    avoid: Avoided | None = None,
 ) -> StepRules:
     """The length limits and constraints of `options` for B * copies rows (row b * copies + k belongs to
     sentence b), built once per search; no limit exceeds `longest_allowed` (the model's positions: one
@@ -259,7 +281,7 @@ def build_rules(
         max_lens = max_lens.repeat_interleave(copies)
         forced = None if forced is None else forced.repeat_interleave(copies, dim=0)
     first_limit = int(max_lens.min()) if max_lens.numel() else 0
-    return StepRules(options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, ids)
+    return StepRules(options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, ids, avoid)
 
 
 def finished_hypothesis(tokens: list[int], positional_scores: list[float], alpha: float) -> Hypothesis:

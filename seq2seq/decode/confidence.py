@@ -58,11 +58,19 @@ class Translation:
     tokens: list[str] = field(default_factory=list)
     token_probs: list[float] = field(default_factory=list)
     qe: float | None = None  # the QE model's estimate (seq2seq.decode.rerank), when the Translator has one
+    constraints_met: int | None = (
+        None  # phrases met, when the text had constraints (seq2seq.decode.constrained)
+    )
+    constraints_total: int | None = None  # phrases it had
+    engine: str | None = None  # the engine that translated it, when several could (exported models)
 
     @classmethod
-    def of(cls, text: str, score: float, confidence: Confidence, qe: float | None = None) -> Translation:
+    def of(
+        cls, text: str, score: float, confidence: Confidence, qe: float | None = None, **outcome: Any
+    ) -> Translation:
+        """`outcome`: constraints_met, constraints_total, engine (Translator.translations fills them)."""
         return cls(text, score, confidence.confidence, confidence.mean_log_prob, confidence.tokens,
-                   confidence.token_probs, qe)  # fmt: skip
+                   confidence.token_probs, qe, **outcome)  # fmt: skip
 
     def details(self) -> Confidence:
         return Confidence(self.mean_log_prob, self.confidence, self.tokens, self.token_probs)
@@ -70,10 +78,15 @@ class Translation:
     def to_json(self) -> dict[str, Any]:
         """{"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}, as seq2seq-translate's
         jsonl lines and seq2seq-serve's answers write it (`score` is the caller's to add), and "qe" when
-        a QE model scored the translation."""
+        a QE model scored the translation; "constraints_met", "constraints" (phrases asked for) and "engine"
+        when it had constraints."""
         record = {"translation": self.text, **self.details().to_json()}
         if self.qe is not None:
             record["qe"] = _rounded(self.qe)
+        if self.constraints_total is not None:
+            record["constraints_met"], record["constraints"] = self.constraints_met, self.constraints_total
+        if self.engine is not None:
+            record["engine"] = self.engine
         return record
 
 

@@ -5,12 +5,19 @@ input policy, batching by token budget and output formatting are the same whatev
 An exported encoder-decoder runs in CTranslate2's Translator, an exported decoder-only model in its
 Generator; the two share the batching loop and the settings, and differ in how one batch is run.
 CTranslate2 is an optional dependency (`pip install seq2seq[export]`), imported only when used.
+
+Constraints: our engine searches them (seq2seq.decode.constrained). CTranslate2 has no positive
+constraints, so an exported model translates the sentences that carry some with our engine, on the
+PyTorch weights the export keeps (`TorchFallback`, loaded at the first such sentence), and the others
+itself; each hypothesis then says which engine found it. Avoided phrases are CTranslate2's
+`suppress_sequences`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +28,7 @@ from torch import nn
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.compiled import compile_setting, should_compile, use_eager_decoding, use_static_decoding
+from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import length_sorted_batches, search_ids
 from seq2seq.decode.shortlist import Shortlist
@@ -29,6 +37,8 @@ from seq2seq.nn.linear import bound_onednn_caches
 
 log = logging.getLogger(__name__)
 OnBatch = Callable[[int], Any] | None
+Constraints = Sequence[Sequence[Sequence[int]]] | None  # per source, target phrases its output must contain
+Avoid = Sequence[Sequence[int]] | None  # target phrases no output may contain
 EXPORTED_MODEL_FILE = "model.bin"  # what makes a directory a CTranslate2 model
 VOCABULARY_MAP_FILE = "vmap.txt"  # CTranslate2's vocabulary shortlist, written by seq2seq-export shortlist=
 
@@ -41,9 +51,12 @@ class TorchEngine:
     def __init__(
         self, model: nn.Module, ids: SpecialIds, *, device: torch.device, precision: str,
         shortlist: Shortlist | None = None, compile: str = "false", quantization: str = "none",
+        continuing: torch.Tensor | None = None,
     ) -> None:  # fmt: skip
         """`compile`: auto | true | false, whether searches run a compiled decoder step
-        (seq2seq.decode.compiled); `quantization` only tells it whether the model's layers are int8."""
+        (seq2seq.decode.compiled); `quantization` only tells it whether the model's layers are int8;
+        `continuing`: the target pieces that continue a word (constraints.continuing_pieces)."""
+        self.continuing = continuing
         bound_onednn_caches()  # a long-running translator meets new batch shapes all the time
         self.model, self.ids, self.device, self.precision = model.to(device).eval(), ids, device, precision
         self.shortlist, self.compile, self.quantization = shortlist, compile_setting(compile), quantization
@@ -74,13 +87,57 @@ class TorchEngine:
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
         prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
+        constraints: Constraints = None, avoid: Avoid = None,
     ) -> list[list[Hypothesis]]:  # fmt: skip
-        """`confidence` changes nothing here: our searches always record each token's log-probability."""
-        self._choose_step(len(sources), greedy=not options.searches_beams and not options.sampling)
-        return search_ids(
+        """`confidence` changes nothing here: our searches always record each token's log-probability.
+        `constraints` (target phrases per source) and `avoid`: seq2seq.decode.search.search_ids."""
+        constrained = constraints is not None and any(constraints)
+        greedy = not options.searches_beams and not options.sampling and not constrained
+        self._choose_step(len(sources), greedy=greedy)
+        results = search_ids(
             self.model, sources, options=options, ids=self.ids, device=self.device, max_tokens=max_tokens,
             precision=self.precision, prefixes=prefixes, on_batch=on_batch, shortlist=self.shortlist,
+            constraints=constraints, avoid=avoid, continuing=self.continuing,
         )  # fmt: skip
+        if constraints is not None:
+            mark_engine(results, self.name)
+        return results
+
+
+def mark_engine(results: list[list[Hypothesis]], name: str) -> None:
+    for nbest in results:
+        for hypothesis in nbest:
+            hypothesis.engine = name
+
+
+class TorchFallback:
+    """Our engine on the PyTorch weights an export keeps (torch_weights=true), loaded when first needed."""
+
+    def __init__(self, path: Path | None, *, device: torch.device, precision: str) -> None:
+        self.path, self.device, self.precision = path, device, precision
+        self._engine: TorchEngine | None = None
+        self._lock = threading.Lock()
+
+    def engine(self) -> TorchEngine:
+        with self._lock:
+            if self._engine is None:
+                if self.path is None or not self.path.is_file():
+                    raise UserError(
+                        "CTranslate2 has no positive constraints, and this export keeps no PyTorch weights "
+                        "to search them with; export again with torch_weights=true, or translate with the "
+                        ".pt checkpoint"
+                    )
+                from seq2seq.decode.loading import load_for_inference
+
+                loaded = load_for_inference(self.path, self.device)
+                ids = SpecialIds.of(loaded.tgt_tokenizer)
+                continuing = continuing_pieces(loaded.tgt_tokenizer.pieces_of_vocabulary())
+                self._engine = TorchEngine(
+                    loaded.model, ids, device=self.device, precision=self.precision, continuing=continuing
+                )
+                log.info("constrained sentences: our engine on %s (CTranslate2 has no positive constraints)",
+                         self.path)  # fmt: skip
+            return self._engine
 
 
 class CTranslate2Engine:
@@ -109,6 +166,7 @@ class CTranslate2Engine:
         self.ids, self.max_positions = SpecialIds.of(self.tgt_tokenizer), max_positions
         self.use_vmap = (Path(directory) / VOCABULARY_MAP_FILE).is_file()  # exported with shortlist=
         self.model, self.device = None, device
+        self.fallback: TorchFallback | None = None  # set by load_exported: constrained sentences go there
 
     @staticmethod
     def _runner_class(ctranslate2: Any) -> Any:
@@ -117,47 +175,80 @@ class CTranslate2Engine:
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
         prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
+        constraints: Constraints = None, avoid: Avoid = None,
     ) -> list[list[Hypothesis]]:  # fmt: skip
-        """`confidence`: each hypothesis also gets its per-token log-probabilities (`score_tokens`)."""
+        """`confidence`: each hypothesis also gets its per-token log-probabilities (`score_tokens`).
+        Sources with constraints go to our engine (module docstring); `avoid` is suppress_sequences."""
         results: list[list[Hypothesis]] = [[] for _ in sources]
-        todo = [i for i, source in enumerate(sources) if source]
+        mine = [i for i, source in enumerate(sources) if source and constraints and constraints[i]]
+        if mine:
+            results = self._search_constrained(sources, mine, options, max_tokens, prefixes, on_batch,
+                                               constraints, avoid)  # fmt: skip
+        suppressed = [_pieces(self.tgt_tokenizer, phrase) for phrase in avoid or []]
+        skip = set(mine)
+        todo = [i for i, source in enumerate(sources) if source and i not in skip]
         if options.sampling:
             import_ctranslate2().set_random_seed(options.seed)
         for batch in length_sorted_batches([len(sources[i]) for i in todo], max_tokens):
             indices = [todo[i] for i in batch]
             forced = None if prefixes is None else [list(prefixes[i]) for i in indices]
-            outputs = self._search_batch([sources[i] for i in indices], forced, options)
+            outputs = self._search_batch([sources[i] for i in indices], forced, options, suppressed)
             if confidence:
                 self.score_tokens([sources[i] for i in indices], outputs)
             for index, nbest in zip(indices, outputs):
                 results[index] = nbest
             if on_batch is not None:
                 on_batch(len(indices))
+        if constraints is not None:
+            mark_engine([results[i] for i in todo], self.name)
+        return results
+
+    def _search_constrained(
+        self, sources: list[list[int]], mine: list[int], options: SearchOptions, max_tokens: int,
+        prefixes: Sequence[Sequence[int]] | None, on_batch: OnBatch, constraints: Constraints, avoid: Avoid,
+    ) -> list[list[Hypothesis]]:  # fmt: skip
+        """Our engine's results for the sources `mine` (those with constraints), [] for the others."""
+        if self.fallback is None:
+            self.fallback = TorchFallback(None, device=self.device, precision="fp32")
+        engine = self.fallback.engine()
+        log.info("%d of %d sentences carry constraints: our engine translates them, CTranslate2 the rest",
+                 len(mine), len(sources))  # fmt: skip
+        found = engine.search(
+            [sources[i] for i in mine], options, max_tokens=max_tokens, on_batch=on_batch,
+            prefixes=None if prefixes is None else [prefixes[i] for i in mine],
+            constraints=[constraints[i] for i in mine] if constraints else None, avoid=avoid,
+        )  # fmt: skip
+        results: list[list[Hypothesis]] = [[] for _ in sources]
+        for index, nbest in zip(mine, found):
+            results[index] = nbest
         return results
 
     def _search_batch(
-        self, sources: list[list[int]], forced: list[list[int]] | None, options: SearchOptions
-    ) -> list[list[Hypothesis]]:
+        self, sources: list[list[int]], forced: list[list[int]] | None, options: SearchOptions,
+        suppressed: list[list[str]],
+    ) -> list[list[Hypothesis]]:  # fmt: skip
         """One translate_batch call: sources without eos (CTranslate2 adds it); a forced prefix is its
         target_prefix, returned with the output and counted in its length limit like ours."""
         limit = batch_limit(options, [len(s) for s in sources], [self.max_positions - 1] * len(sources))
         pieces = [_pieces(self.src_tokenizer, source[:-1]) for source in sources]
         prefix = None if forced is None else [_pieces(self.tgt_tokenizer, p) for p in forced]
         settings = {
-            **self._settings(options), "max_decoding_length": limit,
+            **self._settings(options, suppressed), "max_decoding_length": limit,
             "min_decoding_length": min(options.min_len, limit), "max_input_length": 0,
         }  # fmt: skip
         outputs = self.runner.translate_batch(pieces, prefix, use_vmap=self.use_vmap, **settings)
         return [[self._hypothesis(h, s) for h, s in zip(o.hypotheses, o.scores)] for o in outputs]
 
-    def _settings(self, options: SearchOptions) -> dict[str, Any]:
+    def _settings(self, options: SearchOptions, suppressed: list[list[str]]) -> dict[str, Any]:
         """The keywords Translator.translate_batch and Generator.generate_batch share: sampling draws
-        `nbest` samples like ours; pad and bos are never output, as in ours."""
+        `nbest` samples like ours; pad and bos are never output, as in ours, nor the `suppressed` phrases
+        (avoided, as pieces)."""
         settings: dict[str, Any] = {
             "beam_size": 1 if options.sampling else options.beam_size, "num_hypotheses": options.nbest,
             "length_penalty": options.length_penalty, "no_repeat_ngram_size": options.no_repeat_ngram_size,
             "return_scores": True,
-            "suppress_sequences": [_pieces(self.tgt_tokenizer, [i]) for i in (self.ids.pad, self.ids.bos)],
+            "suppress_sequences": [_pieces(self.tgt_tokenizer, [i]) for i in (self.ids.pad, self.ids.bos)]
+            + suppressed,
         }  # fmt: skip
         if options.sampling:
             settings.update(
@@ -209,8 +300,9 @@ class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
         return ctranslate2.Generator
 
     def _search_batch(
-        self, sources: list[list[int]], forced: list[list[int]] | None, options: SearchOptions
-    ) -> list[list[Hypothesis]]:
+        self, sources: list[list[int]], forced: list[list[int]] | None, options: SearchOptions,
+        suppressed: list[list[str]],
+    ) -> list[list[Hypothesis]]:  # fmt: skip
         forced = forced if forced is not None else [[] for _ in sources]
         rooms = [self._room(source, prefix) for source, prefix in zip(sources, forced)]
         # Both limits count the tokens after the prompt, a forced prefix being part of it; ours count
@@ -222,7 +314,7 @@ class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
             for source, prefix in zip(sources, forced)
         ]
         settings = {
-            **self._settings(options), "include_prompt_in_result": False, "max_length": limit,
+            **self._settings(options, suppressed), "include_prompt_in_result": False, "max_length": limit,
             "min_length": min(max(options.min_len - max(already), 0), limit),
         }  # fmt: skip
         outputs = self.runner.generate_batch(prompts, **settings)

@@ -5,6 +5,9 @@
 <dir>/seq2seq.json                           what a Translator needs besides: the model family (which
                                              CTranslate2 class runs it), step, limits, settings, and
                                              `decoding`, the model's own tuned search settings if any
+<dir>/pytorch.pt                             the model's weights as a seq2seq checkpoint (no optimizer
+                                             state; unless exported with torch_weights=false): our
+                                             engine searches the sentences with constraints on them
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from typing import Any
 import torch
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.engines import CTranslate2DecoderOnlyEngine, CTranslate2Engine
+from seq2seq.decode.engines import CTranslate2DecoderOnlyEngine, CTranslate2Engine, TorchFallback
 from seq2seq.errors import UserError
 from seq2seq.model.decoder_only import FAMILY as DECODER_ONLY
 
 METADATA_FILE = "seq2seq.json"
+TORCH_WEIGHTS_FILE = "pytorch.pt"
 FORMAT = "seq2seq-ctranslate2"
 VERSION = 1
 JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER = "spm.model", "source.spm.model", "target.spm.model"
@@ -82,6 +86,8 @@ def load_exported(
         max_positions=int(metadata["max_positions"]),
         compute_type=_compute_type(precision, quantization),
     )  # fmt: skip
+    weights = directory / metadata["torch_weights"] if metadata.get("torch_weights") else None
+    engine.fallback = TorchFallback(weights, device=device, precision=precision)
     return ExportedModel(engine, src_tokenizer, tgt_tokenizer, int(metadata.get("step", 0)), metadata)
 
 

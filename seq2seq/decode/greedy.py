@@ -22,6 +22,7 @@ from seq2seq.decode.common import (
     next_token_scores,
     start_search,
 )
+from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.options import SearchOptions
 
 # Next-token log-probabilities (N, V), already constrained -> chosen tokens (N,).
@@ -36,6 +37,7 @@ def greedy_search(
     *,
     prefix: Prefix = None,
     ids: SpecialIds = SPECIAL_IDS,
+    avoid: Avoided | None = None,
 ) -> list[Hypothesis]:
     """The most likely next token at every step, for a batch of right-padded sources.
 
@@ -50,6 +52,7 @@ def greedy_search(
         copies=1,
         prefix=prefix,
         ids=ids,
+        avoid=avoid,
     )
     return [sentence[0] for sentence in paths]
 
@@ -64,9 +67,10 @@ def decode_paths(
     copies: int,
     prefix: Prefix,
     ids: SpecialIds,
+    avoid: Avoided | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode `copies` independent paths per sentence; returns B lists of `copies` hypotheses."""
-    rules, state = start_search(model, src, options, copies=copies, prefix=prefix, ids=ids)
+    rules, state = start_search(model, src, options, copies=copies, prefix=prefix, ids=ids, avoid=avoid)
     ready = getattr(model, "returns_log_probs", False)
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row

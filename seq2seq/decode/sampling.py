@@ -6,6 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds
+from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.greedy import decode_paths
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import top_k_top_p_filter
@@ -20,6 +21,7 @@ def sampling_search(
     generator: torch.Generator | None = None,
     prefix: Prefix = None,
     ids: SpecialIds = SPECIAL_IDS,
+    avoid: Avoided | None = None,
 ) -> list[list[Hypothesis]]:
     """`options.nbest` independent samples per sentence from softmax(logits / temperature), filtered.
 
@@ -51,6 +53,7 @@ def sampling_search(
         copies=options.nbest,
         prefix=prefix,
         ids=ids,
+        avoid=avoid,
     )
 
 

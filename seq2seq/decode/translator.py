@@ -6,6 +6,7 @@
     translator.translate(["In the beginning was the Word."])        # beam 5 -> ["En el principio ..."]
     translator.translate(texts, beam_size=8, nbest=3, return_scores=True)  # 3 (text, score) per text
     translator.translate(texts, return_confidence=True)  # a Translation per text: text, score, confidence
+    translator.translate(["The LORD is my shepherd."], constraints=[["Jehová"]])  # "Jehová" will appear
 
 Search settings: beam 5 with the model's own length_penalty and max_len_a when training tuned them
 (seq2seq.decode.tuned), else the built-in defaults; `options=` or translate()'s arguments override them.
@@ -15,6 +16,11 @@ input text; an empty or whitespace-only text gives ""; control characters are re
 squeezed (`clean_line`); a text longer than `max_input_tokens` is truncated (the count is logged),
 split into chunks translated separately and joined (`long_lines="split"`), or refused
 (`long_lines="error"`).
+
+Terminology: `constraints` (target phrases per text that must appear: seq2seq.decode.constrained), a
+`glossary` (source term -> target term, seq2seq.decode.glossary) that adds them, and `avoid` (phrases that
+must not appear). CTranslate2 has no positive constraints: with an exported model, the sentences that carry
+some are searched by our engine on the PyTorch weights the export keeps (`TorchFallback`).
 """
 
 from __future__ import annotations
@@ -32,8 +38,17 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.compiled import compile_setting
 from seq2seq.decode.confidence import Translation, confidence_of
+from seq2seq.decode.constraint_input import (
+    encode_avoid,
+    encode_constraints,
+    log_unmet,
+    on_pieces,
+    text_constraints,
+)
+from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_model
 from seq2seq.decode.exported import METADATA_FILE, load_exported
+from seq2seq.decode.glossary import Glossary
 from seq2seq.decode.loading import load_ensemble
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.rerank import QualityScorer, attach_quality, check_weight, rerank
@@ -82,9 +97,11 @@ class Translator:
         languages: tuple[str, str] | None = None,
         quality: QualityScorer | None = None,
         rerank_weight: float | None = None,
+        glossary: Glossary | None = None,
     ) -> None:
         """`quality`: a QE model (seq2seq.qe.QualityEstimator) that scores every translation; with
-        `rerank_weight`, each search keeps its beam's n-best and orders them by score + weight * QE."""
+        `rerank_weight`, each search keeps its beam's n-best and orders them by score + weight * QE.
+        `glossary`: its target terms become constraints of every text whose source has the term."""
         if long_lines not in LONG_LINE_POLICIES:
             raise UserError(
                 f"long_lines={long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
@@ -95,6 +112,7 @@ class Translator:
         limits = _source_limits(model, engine.max_positions, src_tokenizer.eos_id, engine.device)
         self.max_input_tokens = _input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
         self.quality, self.rerank_weight = quality, check_weight(rerank_weight)
+        self.glossary = glossary
         if self.rerank_weight is not None and quality is None:
             raise UserError("re-ranking by quality needs a QE model; pass qe_checkpoint= (seq2seq-qe-train's "
                             "best.pt), or drop rerank")  # fmt: skip
@@ -115,6 +133,7 @@ class Translator:
         long_lines: str = "truncate",
         quality: QualityScorer | None = None,
         rerank_weight: float | None = None,
+        glossary: str | Path | Glossary | None = None,
     ) -> Translator:
         """A checkpoint file (engine "torch"), several checkpoint files (an ensemble of their models), or
         a directory written by `seq2seq-export` (engine "ctranslate2"); "auto" tells them apart. Models and
@@ -131,12 +150,15 @@ class Translator:
         then runs on its candidate tokens only (seq2seq.decode.shortlist; engine "torch").
         `compile`: "auto", "true" or "false" (or a bool): whether our engine's searches run a compiled
         decoder step (seq2seq.decode.compiled; auto: on CPU, for inputs large enough to repay compiling).
+        `glossary`: a TSV file of source and target terms (or a Glossary): seq2seq.decode.glossary.
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = _engine_for(paths, engine)
         requested, given = requested_options(options, DEFAULT_OPTIONS)
+        if glossary is not None and not isinstance(glossary, Glossary):
+            glossary = Glossary.load(glossary)
         policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines, "quality": quality,
-                  "rerank_weight": rerank_weight}  # fmt: skip
+                  "rerank_weight": rerank_weight, "glossary": glossary}  # fmt: skip
         check_precision(precision)
         target = torch.device(device)
         check_quantization(quantization, engine=chosen, device=target, precision=precision)
@@ -164,9 +186,10 @@ class Translator:
         if shortlist is not None:
             models = (loaded.src_tokenizer.to_bytes(), loaded.tgt_tokenizer.to_bytes())
             candidates = Shortlist.load(Path(shortlist), src_model=models[0], tgt_model=models[1])
+        tgt_pieces = loaded.tgt_tokenizer.pieces_of_vocabulary()
         torch_engine = TorchEngine(
             loaded.model, ids, device=target, precision=precision, shortlist=candidates, compile=compile,
-            quantization=quantization,
+            quantization=quantization, continuing=continuing_pieces(tgt_pieces),
         )  # fmt: skip
         return cls(loaded.src_tokenizer, loaded.tgt_tokenizer, torch_engine, step=loaded.step,
                    languages=_languages(loaded.config), options=resolved, **policy)  # fmt: skip
@@ -195,6 +218,8 @@ class Translator:
         max_tokens: int = 4096,
         options: SearchOptions | None = None,
         prefixes: Sequence[str] | None = None,
+        constraints: Sequence[Sequence[str]] | None = None,
+        avoid: Sequence[str] | None = None,
     ) -> list[Any]:
         """Translations of `texts`, in order. Arguments left None keep `options` (default: this
         Translator's). Returns one string per text; with `return_scores`, (text, score) pairs; with
@@ -203,6 +228,9 @@ class Translator:
         those per text. A text split into pieces joins the pieces' k-th hypotheses, its score is the sum
         of theirs and its confidence their tokens' together. `prefixes` (one per text, "" for none)
         forces the start of each translation; forced tokens count in the score and the confidence.
+        `constraints` (one list of target phrases per text, [] for none) must appear in the translations,
+        with the glossary's (seq2seq.decode.constrained); `avoid` (phrases) must appear in none. A
+        Translation then says how many phrases it met and which engine found it.
         """
         options = (options or self.options).replace(
             beam_size=beam_size, nbest=nbest, length_penalty=length_penalty, max_len_a=max_len_a,
@@ -210,9 +238,13 @@ class Translator:
         )  # fmt: skip
         encoded = self.encode(texts)
         forced = None if prefixes is None else self.encode_prefixes(prefixes, encoded)
-        results = self.search(
-            encoded.sources, options, max_tokens=max_tokens, prefixes=forced, confidence=return_confidence
+        wanted, banned = self.encode_constraints(
+            texts, encoded, options, constraints=constraints, avoid=avoid
         )
+        results = self.search(
+            encoded.sources, options, max_tokens=max_tokens, prefixes=forced, confidence=return_confidence,
+            constraints=wanted, avoid=banned,
+        )  # fmt: skip
         if return_confidence:
             shaped: list[list[Any]] = self.translations(encoded, results)
         else:
@@ -258,6 +290,30 @@ class Translator:
             seen.add(owner)
         return forced
 
+    def encode_constraints(
+        self,
+        texts: Sequence[str],
+        encoded: EncodedInput,
+        options: SearchOptions | None = None,
+        *,
+        constraints: Sequence[Sequence[str]] | None = None,
+        avoid: Sequence[str] | None = None,
+        label: Callable[[int], str] | None = None,
+    ) -> tuple[list[list[list[int]]] | None, list[list[int]]]:
+        """Per piece, the target phrases its translation must contain (explicit, then the glossary's; None
+        when neither applies), and the avoided phrases, as target tokens (seq2seq.decode.constraint_input).
+        `label(n)` names the n-th text (from 1) in errors; default "constraints line n"."""
+        options = options or self.options
+        banned = encode_avoid(avoid, self.tgt_tokenizer)
+        glossed = None if self.glossary is None else [self.glossary.constraints(clean_line(t)) for t in texts]
+        phrases = text_constraints(constraints, glossed, n_texts=encoded.n_texts)
+        if phrases is None:
+            return None, banned
+        beams = options.beam_size if options.searches_beams else 1
+        named = {} if label is None else {"label": label}
+        per_text = encode_constraints(phrases, self.tgt_tokenizer, beam_size=beams, avoided=banned, **named)
+        return on_pieces(per_text, encoded.owners), banned
+
     def search(
         self,
         sources: list[list[int]],
@@ -267,20 +323,25 @@ class Translator:
         prefixes: list[list[int]] | None = None,
         on_batch: Callable[[int], Any] | None = None,
         confidence: bool = False,
+        constraints: list[list[list[int]]] | None = None,
+        avoid: list[list[int]] | None = None,
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses of every source (token ids ending in eos; [] gives []). `confidence`:
         every hypothesis carries its per-token log-probabilities (`positional_scores`, eos included), as
         `translations` needs them; our engine always gives them, CTranslate2 only when asked. With a QE
         model every hypothesis carries its `qe` score; with a re-ranking weight the search keeps the
-        beam's n-best (beam_size of them), orders them by score + weight * qe and keeps `nbest`."""
+        beam's n-best (beam_size of them), orders them by score + weight * qe and keeps `nbest`.
+        `constraints` / `avoid`: `encode_constraints`' results; unmet phrases are logged (`log_unmet`)."""
         options = options or self.options
         wanted = options.nbest
         if self.rerank_weight is not None and options.searches_beams:
             options = options.replace(nbest=options.beam_size)
         results = self.engine.search(
             sources, options, max_tokens=max_tokens, prefixes=prefixes, on_batch=on_batch,
-            confidence=confidence,
+            confidence=confidence, constraints=constraints, avoid=avoid,
         )  # fmt: skip
+        if constraints is not None:
+            log_unmet(results)
         if self.quality is not None:
             texts = [self.src_tokenizer.decode(source[:-1]) if source else "" for source in sources]
             attach_quality(self.quality, texts, results, self.detokenize)
@@ -303,7 +364,10 @@ class Translator:
         return [
             [
                 Translation.of(
-                    *self._joined(parts), confidence_of(parts, self.tgt_tokenizer), _quality(parts)
+                    *self._joined(parts),
+                    confidence_of(parts, self.tgt_tokenizer),
+                    _quality(parts),
+                    **constraint_outcome(parts),
                 )
                 for parts in ranks
             ]
@@ -314,6 +378,19 @@ class Translator:
         """(text, score) of the pieces' hypotheses: texts joined with spaces, scores summed."""
         texts = (self.detokenize(hypothesis.tokens) for hypothesis in parts)
         return " ".join(text for text in texts if text), sum(hypothesis.score for hypothesis in parts)
+
+
+def constraint_outcome(parts: list[Hypothesis]) -> dict[str, Any]:
+    """A text's constraint fields for its Translation: phrases met and asked for (summed over its pieces,
+    when a constrained search found them) and the engine that translated it (when one says)."""
+    outcome: dict[str, Any] = {}
+    if any(hypothesis.constraints_total is not None for hypothesis in parts):
+        outcome["constraints_met"] = sum(hypothesis.constraints_met or 0 for hypothesis in parts)
+        outcome["constraints_total"] = sum(hypothesis.constraints_total or 0 for hypothesis in parts)
+    engines = {hypothesis.engine for hypothesis in parts if hypothesis.engine}
+    if engines:
+        outcome["engine"] = "+".join(sorted(engines))
+    return outcome
 
 
 def _quality(parts: list[Hypothesis]) -> float | None:

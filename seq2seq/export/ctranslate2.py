@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.decode.engines import import_ctranslate2
 from seq2seq.decode.exported import (
     DECODER_ONLY,
@@ -33,6 +34,7 @@ from seq2seq.decode.exported import (
     METADATA_FILE,
     SOURCE_TOKENIZER,
     TARGET_TOKENIZER,
+    TORCH_WEIGHTS_FILE,
     VERSION,
 )
 from seq2seq.decode.loading import LoadedModel, load_for_inference
@@ -95,10 +97,13 @@ def export_ctranslate2(
     quantization: str = "float32",
     force: bool = False,
     shortlist: Path | None = None,
+    torch_weights: bool = True,
 ) -> Path:
     """Write `output` (a new directory): CTranslate2's model files, our tokenizers and seq2seq.json.
     `shortlist` (a file written by seq2seq-shortlist for this checkpoint) also writes it as CTranslate2's
-    vocabulary map, vmap.txt, which the engine then uses (`use_vmap`); encoder-decoder models only."""
+    vocabulary map, vmap.txt, which the engine then uses (`use_vmap`); encoder-decoder models only.
+    `torch_weights` also writes the model's weights as a seq2seq checkpoint (pytorch.pt, no optimizer
+    state): sentences with constraints, which CTranslate2 cannot search, are translated on them."""
     if quantization not in QUANTIZATIONS:
         raise UserError(f"quantization={quantization!r} is not supported; choose {', '.join(QUANTIZATIONS)}")
     loaded = load_for_inference(checkpoint, torch.device("cpu"))
@@ -125,7 +130,10 @@ def export_ctranslate2(
         finally:
             if vmap is not None:
                 Path(vmap).unlink(missing_ok=True)
-        _write_tokenizers_and_metadata(temporary, loaded, quantization, ctranslate2.__version__)
+        if torch_weights:
+            _write_torch_weights(checkpoint, temporary / TORCH_WEIGHTS_FILE)
+        version = ctranslate2.__version__
+        _write_tokenizers_and_metadata(temporary, loaded, quantization, version, torch_weights)
         if output.exists():
             shutil.rmtree(output)
         os.replace(temporary, output)
@@ -306,8 +314,16 @@ def _norm(spec: Any, state: dict, name: str) -> None:
     spec.gamma, spec.beta = state[f"{name}.weight"], state[f"{name}.bias"]
 
 
+def _write_torch_weights(checkpoint: Path, path: Path) -> None:
+    """What loading a model for inference reads from `checkpoint` (weights, settings, tokenizers, step,
+    tuned decoding), without the optimizer state, as a checkpoint file."""
+    payload = load_checkpoint(checkpoint, map_location="cpu", mmap=True)
+    kept = ("model", "model_config", "tokenizer", "step", "config", PAYLOAD_KEY)
+    save_checkpoint(path, {key: payload[key] for key in kept if key in payload})
+
+
 def _write_tokenizers_and_metadata(
-    directory: Path, loaded: LoadedModel, quantization: str, version: str
+    directory: Path, loaded: LoadedModel, quantization: str, version: str, torch_weights: bool = False
 ) -> None:
     joint = loaded.src_tokenizer is loaded.tgt_tokenizer
     if joint:
@@ -325,6 +341,7 @@ def _write_tokenizers_and_metadata(
         "max_positions": int(loaded.model.config.get("max_positions", 1024)),
         "ctranslate2": version,
         "model_config": loaded.model.config,
+        "torch_weights": TORCH_WEIGHTS_FILE if torch_weights else None,
     }
     if loaded.decoding is not None:  # the model's own tuned search settings travel with it
         metadata[PAYLOAD_KEY] = loaded.decoding

@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from seq2seq.decode.confidence import Translation
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.metrics import Metrics
 from seq2seq.serve.requests import (
@@ -34,6 +35,7 @@ from seq2seq.serve.requests import (
     HTTPError,
     Limits,
     encode_request,
+    encode_terms,
     parse_request,
     read_limited,
     require_json,
@@ -137,9 +139,13 @@ async def _translate(
         body = await asyncio.wait_for(read_limited(request, limits.max_body_bytes), timeout)
     except asyncio.TimeoutError:
         raise HTTPError(408, f"the body did not arrive within request_timeout_s={timeout:g} s") from None
-    texts, options, confidence = parse_request(body, limits, batcher.translator.options)
+    parsed = parse_request(body, limits, batcher.translator.options)
+    texts, options, confidence = parsed.texts, parsed.options, parsed.confidence
     encoded = encode_request(batcher.translator, texts)
-    work = batcher.translate(encoded, options, confidence=confidence)
+    terms = encode_terms(batcher.translator, parsed, encoded)
+    work = batcher.translate(
+        encoded, options, confidence=confidence, constraints=terms.constraints, avoid=terms.avoid
+    )
     nbest = await _while_client_waits(work, request, deadline, timeout)
     milliseconds = (time.perf_counter() - start) * 1000
     answer: dict[str, Any] = {"model": name, "milliseconds": round(milliseconds, 1)}
@@ -152,16 +158,32 @@ async def _translate(
 def _translations(answer: Answer, *, nbest: int, confidence: bool) -> dict[str, Any]:
     """The answer's "translations" (and "scores" with nbest > 1): per text a string, or with
     `confidence` an object {"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}
-    (seq2seq.decode.confidence); with nbest > 1, a list of those per text."""
+    (seq2seq.decode.confidence); with nbest > 1, a list of those per text. A request with constraints
+    also gets "constraints_met" and "constraints" (phrases met and asked for, per text, of its best
+    translation) and "engines" (which engine translated each text)."""
     if confidence:
         shown = [[translation.to_json() for translation in ranked] for ranked in answer]
-        scores = [[translation.score for translation in ranked] for ranked in answer]
     else:
-        shown = [[text for text, _ in ranked] for ranked in answer]
-        scores = [[score for _, score in ranked] for ranked in answer]
+        shown = [[_text(entry) for entry in ranked] for ranked in answer]
+    scores = [[_score(entry) for entry in ranked] for ranked in answer]
+    fields: dict[str, Any] = {}
+    best = [ranked[0] for ranked in answer]
+    if best and isinstance(best[0], Translation) and best[0].constraints_total is not None:
+        fields["constraints_met"] = [translation.constraints_met for translation in best]
+        fields["constraints"] = [translation.constraints_total for translation in best]
+        fields["engines"] = [translation.engine for translation in best]
     if nbest == 1:
-        return {"translations": [ranked[0] for ranked in shown]}
-    return {"translations": shown, "scores": [[round(score, 4) for score in ranked] for ranked in scores]}
+        return {"translations": [ranked[0] for ranked in shown], **fields}
+    scores_shown = [[round(score, 4) for score in ranked] for ranked in scores]
+    return {"translations": shown, "scores": scores_shown, **fields}
+
+
+def _text(entry: tuple[str, float] | Translation) -> str:
+    return entry.text if isinstance(entry, Translation) else entry[0]
+
+
+def _score(entry: tuple[str, float] | Translation) -> float:
+    return entry.score if isinstance(entry, Translation) else entry[1]
 
 
 async def _while_client_waits(work: Awaitable[T], request: Request, deadline: float, timeout: float) -> T:

@@ -54,6 +54,8 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
     confidence: bool = False  # answer with Translations, confidence included
+    constraints: list[list[list[int]]] | None = None  # per piece, target phrases (seq2seq.decode.constrained)
+    avoid: tuple[tuple[int, ...], ...] = ()  # avoided target phrases: jobs share a batch only with the same
     state: str = "queued"  # -> "started" (taken into a search) or "dropped" (its client has gone)
 
     @property
@@ -128,14 +130,22 @@ class BatchingTranslator:
         return self._waiting
 
     async def translate(
-        self, encoded: EncodedInput, options: SearchOptions, *, confidence: bool = False
+        self,
+        encoded: EncodedInput,
+        options: SearchOptions,
+        *,
+        confidence: bool = False,
+        constraints: list[list[list[int]]] | None = None,
+        avoid: tuple[tuple[int, ...], ...] = (),
     ) -> Answer:
-        """Per text, its n-best (translation, score) pairs; with `confidence`, its n-best Translations
-        (seq2seq.decode.confidence). Requests with and without it share batches: what one asks for
-        changes no other's answer. Cancelling the call drops the request's work unless its search has
-        started; HTTPError 503 when the queue is full or the model thread gone."""
+        """Per text, its n-best (translation, score) pairs; with `confidence` or `constraints` (target
+        phrases per piece of `encoded`), its n-best Translations (seq2seq.decode.confidence: they say
+        how many phrases each met). Requests with and without them share batches: what one asks for
+        changes no other's answer (`avoid`, phrases no output may contain, applies to a whole search, so
+        only requests avoiding the same phrases share one). Cancelling the call drops the request's work
+        unless its search has started; HTTPError 503 when the queue is full or the model thread gone."""
         loop = asyncio.get_running_loop()
-        job = _Job(encoded, options, loop, loop.create_future(), confidence)
+        job = _Job(encoded, options, loop, loop.create_future(), confidence, constraints, avoid)
         self._admit(job)
         try:
             return await job.future
@@ -235,7 +245,7 @@ class BatchingTranslator:
         """`first` and the jobs with its settings that arrive while the batch is open, up to the token
         budget; the others wait in `_pending` for a later batch."""
         batch, budget = [first], self.max_tokens - first.tokens
-        for job in [job for job in self._pending if job.options == first.options]:
+        for job in [job for job in self._pending if _same_search(job, first)]:
             if job.tokens <= budget:
                 self._pending.remove(job)
                 batch.append(job)
@@ -246,7 +256,7 @@ class BatchingTranslator:
             job = self._take(timeout=remaining)
             if job is None:
                 break
-            if job.options == first.options and job.tokens <= budget:
+            if _same_search(job, first) and job.tokens <= budget:
                 batch.append(job)
                 budget -= job.tokens
                 quiet_until = time.monotonic() + self.batch_wait
@@ -279,15 +289,19 @@ class BatchingTranslator:
         """Each job's answer, from one search over all their sentences (with the per-token
         log-probabilities when any job asks for confidence: the search is the same either way)."""
         merged = merge([job.encoded for job in jobs])
-        # The keyword only when asked: a Translator stand-in without it serves requests that do not ask.
-        asked = {"confidence": True} if any(job.confidence for job in jobs) else {}
+        # Keywords only when asked: a Translator stand-in without them serves requests that do not ask.
+        asked: dict[str, Any] = {"confidence": True} if any(job.confidence for job in jobs) else {}
+        constraints = merged_constraints(jobs)
+        if constraints is not None or jobs[0].avoid:
+            # Translations say how many phrases each met; they need the per-token log-probabilities.
+            asked.update(confidence=True, constraints=constraints, avoid=[list(p) for p in jobs[0].avoid])
         results = self.translator.search(merged.sources, jobs[0].options, max_tokens=self.max_tokens, **asked)
         joined = self.translator.join_pieces(merged, results)
         detailed = self.translator.translations(merged, results) if asked else []
         answers, start = [], 0
         for job in jobs:
             end = start + job.encoded.n_texts
-            answers.append(detailed[start:end] if job.confidence else joined[start:end])
+            answers.append(detailed[start:end] if job.confidence or job.constraints else joined[start:end])
             start = end
         return answers
 
@@ -323,6 +337,21 @@ class BatchingTranslator:
             except Exception:
                 return index
         return None
+
+
+def _same_search(job: _Job, first: _Job) -> bool:
+    return job.options == first.options and job.avoid == first.avoid
+
+
+def merged_constraints(jobs: list[_Job]) -> list[list[list[int]]] | None:
+    """The jobs' constraints, piece after piece as `merge` orders them (None when no job has any)."""
+    if all(job.constraints is None for job in jobs):
+        return None
+    return [
+        phrases
+        for job in jobs
+        for phrases in (job.constraints if job.constraints is not None else [[] for _ in job.encoded.sources])
+    ]
 
 
 def merge(parts: list[EncodedInput]) -> EncodedInput:

@@ -23,7 +23,8 @@ from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.serve")
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logged and counted, never sent
-FIELDS = ("text", "beam_size", "nbest", "length_penalty", "confidence")  # what a request body may hold
+# What a request body may hold.
+FIELDS = ("text", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid")
 MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
 
 
@@ -71,11 +72,19 @@ async def read_limited(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-def parse_request(
-    body: bytes, limits: Limits, defaults: SearchOptions
-) -> tuple[list[str], SearchOptions, bool]:
-    """(texts, search options, whether to answer with confidence) from a request body (one string counts
-    as a list of one), or HTTPError."""
+@dataclass(frozen=True)
+class ParsedRequest:
+    """What a request asks for, checked for types and limits."""
+
+    texts: list[str]
+    options: SearchOptions
+    confidence: bool = False
+    constraints: list[list[str]] | None = None  # per text, target phrases its translation must contain
+    avoid: list[str] | None = None  # target phrases no translation may contain
+
+
+def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> ParsedRequest:
+    """The request in a body (a "text" string counts as a list of one), or HTTPError."""
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
@@ -102,7 +111,22 @@ def parse_request(
     confidence = payload.get("confidence", False)
     if not isinstance(confidence, bool):
         raise HTTPError(422, f'"confidence" must be true or false, got {json.dumps(confidence)}')
-    return texts, _options(payload, limits, defaults), confidence
+    constraints, avoid = _terms(payload, len(texts))
+    return ParsedRequest(texts, _options(payload, limits, defaults), confidence, constraints, avoid)
+
+
+def _terms(payload: dict[str, Any], count: int) -> tuple[list[list[str]] | None, list[str] | None]:
+    """ "constraints" (one list of phrases per text) and "avoid" (a list of phrases), checked for shape."""
+    constraints, avoid = payload.get("constraints"), payload.get("avoid")
+    if constraints is not None:
+        if not isinstance(constraints, list) or len(constraints) != count:
+            raise HTTPError(422, f'"constraints" must hold one list of phrases per sentence ({count})')
+        for index, phrases in enumerate(constraints):
+            if not isinstance(phrases, list) or not all(isinstance(p, str) for p in phrases):
+                raise HTTPError(422, f'"constraints" of sentence {index} must be a list of strings')
+    if avoid is not None and (not isinstance(avoid, list) or not all(isinstance(p, str) for p in avoid)):
+        raise HTTPError(422, '"avoid" must be a list of strings')
+    return constraints, avoid
 
 
 def _check_unicode(index: int, text: str) -> None:
@@ -158,3 +182,24 @@ def encode_request(translator: Translator, texts: list[str]) -> EncodedInput:
         sources.extend(encoded.sources)
         owners.extend(index for _ in encoded.sources)
     return EncodedInput(sources=sources, owners=owners, n_texts=len(texts))
+
+
+@dataclass(frozen=True)
+class EncodedTerms:
+    """A request's constraints as target tokens: per piece of its input (None: none) and avoided phrases."""
+
+    constraints: list[list[list[int]]] | None
+    avoid: tuple[tuple[int, ...], ...]
+
+
+def encode_terms(translator: Translator, parsed: ParsedRequest, encoded: EncodedInput) -> EncodedTerms:
+    """The request's constraints (its own and the server's glossary's) as target tokens; 422 naming the
+    sentence when one cannot be met (seq2seq.decode.constraint_input)."""
+    try:
+        constraints, avoid = translator.encode_constraints(
+            parsed.texts, encoded, parsed.options, constraints=parsed.constraints, avoid=parsed.avoid,
+            label=lambda number: f"the constraints of sentence {number - 1}",
+        )  # fmt: skip
+    except UserError as error:
+        raise HTTPError(422, str(error)) from None
+    return EncodedTerms(constraints, tuple(tuple(phrase) for phrase in avoid))

@@ -1,0 +1,139 @@
+"""Constraints as users give them (phrases of text) turned into target tokens, checked line by line.
+
+Each input line (text) may carry target phrases its translation must contain: given explicitly
+(`Translator.translate(..., constraints=)`, `seq2seq-translate constraints=FILE`, the server's
+"constraints") and/or found by a glossary in its source (seq2seq.decode.glossary). Phrases are cleaned
+like input text and split into target pieces; a phrase given twice counts once. `avoid` phrases must
+appear in no translation. Every problem is a one-line error naming the line:
+  * a line count that differs from the input's;
+  * an empty phrase, or one that the tokenizer turns into no pieces;
+  * more phrases than the beam can hold (at most beam_size per line; greedy search has one beam);
+  * a phrase that is both required and avoided.
+A text split into pieces (long_lines=split) gets its phrases on its first piece.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.text_input import clean_line
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def phrase_tokens(phrase: str, tokenizer: Tokenizer, *, where: str) -> list[int]:
+    """The target pieces of one phrase, as the tokenizer writes it inside a sentence."""
+    text = clean_line(phrase)
+    if not text:
+        raise UserError(f"{where}: a phrase is empty; separate phrases with one tab and leave none empty")
+    tokens = tokenizer.encode(text)
+    if not tokens:
+        raise UserError(f"{where}: the phrase {phrase!r} becomes no target pieces; drop it or reword it")
+    return tokens
+
+
+def text_constraints(
+    constraints: Sequence[Sequence[str]] | None,
+    glossary_phrases: Sequence[Sequence[str]] | None,
+    *,
+    n_texts: int,
+) -> list[list[str]] | None:
+    """Per text, its explicit phrases then its glossary's, in order and without repeats (None: none)."""
+    if constraints is not None and len(constraints) != n_texts:
+        raise UserError(
+            f"got {len(constraints)} constraint lines for {n_texts} input lines; give one line of phrases "
+            "(or an empty line) per input line"
+        )
+    if constraints is None and glossary_phrases is None:
+        return None
+    explicit = constraints if constraints is not None else [[] for _ in range(n_texts)]
+    found = glossary_phrases if glossary_phrases is not None else [[] for _ in range(n_texts)]
+    for number, phrases in enumerate(explicit, start=1):
+        if isinstance(phrases, str):
+            raise UserError(
+                f"constraints line {number}: give a list of phrases, not one string ({phrases!r})"
+            )
+    return [list(dict.fromkeys([*mine, *glossed])) for mine, glossed in zip(explicit, found)]
+
+
+def encode_constraints(
+    phrases: Sequence[Sequence[str]],
+    tokenizer: Tokenizer,
+    *,
+    beam_size: int,
+    avoided: Sequence[Sequence[int]],
+    label: Callable[[int], str] = lambda number: f"constraints line {number}",
+) -> list[list[list[int]]]:
+    """Per text, its phrases as target tokens, checked (module docstring); errors name a text by
+    `label(its number from 1)`."""
+    banned = {tuple(tokens) for tokens in avoided}
+    encoded = []
+    for number, line in enumerate(phrases, start=1):
+        where = label(number)
+        given = [(phrase, tuple(phrase_tokens(phrase, tokenizer, where=where))) for phrase in line]
+        for phrase, pieces in given:
+            if pieces in banned:
+                raise UserError(f"{where}: {phrase!r} is both required and avoided; drop it from one of them")
+        tokens = list(dict.fromkeys(pieces for _, pieces in given))
+        if len(tokens) > beam_size:
+            raise UserError(
+                f"{where}: {len(tokens)} phrases, more than the beam of {beam_size} can hold; raise "
+                "decode.beam_size (greedy search has one beam) or give fewer phrases"
+            )
+        encoded.append([list(pieces) for pieces in tokens])
+    return encoded
+
+
+def encode_avoid(phrases: Sequence[str] | None, tokenizer: Tokenizer) -> list[list[int]]:
+    """The avoided phrases as target tokens ([] for none)."""
+    if phrases is None:
+        return []
+    if isinstance(phrases, str):
+        raise UserError(f"avoid takes a list of phrases, not one string ({phrases!r})")
+    return [
+        phrase_tokens(phrase, tokenizer, where=f"avoid phrase {n}") for n, phrase in enumerate(phrases, 1)
+    ]
+
+
+def on_pieces(per_text: list[list[list[int]]], owners: Sequence[int]) -> list[list[list[int]]]:
+    """Per piece, its text's phrases on the text's first piece and none on the others."""
+    seen: set[int] = set()
+    per_piece = []
+    for owner in owners:
+        per_piece.append(per_text[owner] if owner not in seen else [])
+        seen.add(owner)
+    split = {owner for owner, count in Counter(owners).items() if count > 1}
+    if any(per_text[owner] for owner in split):
+        log.warning("a line split into pieces (long_lines=split) carries its constraints on its first piece")
+    return per_piece
+
+
+def log_unmet(results: Sequence[Sequence[Hypothesis]]) -> int:
+    """Log how many translations missed some of their phrases (the length limit came first); returns it."""
+    unmet = [
+        nbest[0]
+        for nbest in results
+        if nbest and nbest[0].constraints_total and nbest[0].constraints_met < nbest[0].constraints_total
+    ]
+    if unmet:
+        log.warning(
+            "%d translation(s) reached the length limit before meeting all their constraints (the best "
+            "hypothesis meeting the most was kept); raise decode.max_len_a / max_len_b",
+            len(unmet),
+        )
+    return len(unmet)
+
+
+__all__ = [
+    "encode_avoid",
+    "encode_constraints",
+    "log_unmet",
+    "on_pieces",
+    "phrase_tokens",
+    "text_constraints",
+]

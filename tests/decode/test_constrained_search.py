@@ -1,0 +1,179 @@
+"""Constrained beam search on tiny fixed models: phrases always met, plain beam search unchanged without
+them, beam 1's banks, negative constraints, ensembles, decoder-only models and bad input."""
+
+from __future__ import annotations
+
+import pytest
+import tiny_models
+import torch
+from decode_helpers import EOS, IDS, PAD, sources, teacher_forced, tiny_model
+
+from seq2seq.decode.beam import beam_search
+from seq2seq.decode.common import SpecialIds
+from seq2seq.decode.constrained import constrained_beam_search
+from seq2seq.decode.constraints import (
+    Avoided,
+    ConstraintState,
+    allocation_order,
+    continuing_pieces,
+    suffix_progress,
+)
+from seq2seq.decode.ensemble import Ensemble
+from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.search import search
+from seq2seq.errors import UserError
+
+VOCAB = 20
+BEAM = SearchOptions(beam_size=4, nbest=2, max_len_a=2.0, max_len_b=4)
+CPU = torch.device("cpu")
+
+
+def contains(tokens: list[int], phrase: list[int]) -> bool:
+    return any(tokens[i : i + len(phrase)] == phrase for i in range(len(tokens) - len(phrase) + 1))
+
+
+def assert_met(results, constraints) -> None:
+    for nbest, phrases in zip(results, constraints):
+        best = nbest[0]
+        assert all(contains(best.tokens, phrase) for phrase in phrases), (best.tokens, phrases)
+        assert best.constraints_met == best.constraints_total == len({tuple(p) for p in phrases})
+
+
+# Multi-piece phrases, two phrases sharing a prefix, a one-piece phrase, a sentence without any.
+CONSTRAINTS = [[[7, 8, 9]], [[5, 6], [5, 7]], [[13]], [], [[10, 11], [12]]]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_phrase_is_met_and_scores_are_the_models_own(seed):
+    model = tiny_model(VOCAB, seed=seed)
+    src = sources([5, 7, 3, 6, 4], vocab=VOCAB, seed=seed)
+    results = constrained_beam_search(model, src, BEAM, CONSTRAINTS, **IDS)
+    assert_met(results, CONSTRAINTS)
+    for row, nbest in enumerate(results):
+        expected = teacher_forced(model, src[row : row + 1], [h.tokens for h in nbest])
+        for hypothesis, logprobs in zip(nbest, expected):
+            assert hypothesis.positional_scores == pytest.approx(logprobs, abs=1e-4)
+
+
+def test_a_phrase_equal_to_the_forced_prefix_is_met_by_it():
+    model, src = tiny_model(VOCAB), sources([5, 6], vocab=VOCAB)
+    constraints = [[[7, 8]], [[9], [4, 4]]]
+    results = constrained_beam_search(model, src, BEAM, constraints, prefix=[[7, 8], [9]], **IDS)
+    assert_met(results, constraints)
+    assert results[0][0].tokens[:2] == [7, 8] and results[1][0].tokens[:1] == [9]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [BEAM, SearchOptions(beam_size=3, nbest=3, length_penalty=1.0, stop_early=False, max_len_b=6)],
+)
+def test_without_phrases_the_output_is_plain_beam_search(options):
+    model, src = tiny_model(VOCAB, seed=4), sources([5, 7, 3, 6], vocab=VOCAB, seed=4)
+    plain = beam_search(model, src, options, **IDS)
+    empty = constrained_beam_search(model, src, options, [[], [], [], []], **IDS)
+    routed = search(model, src, options, constraints=[[], [], [], []], **IDS)
+    for found in (empty, routed):
+        assert [[h.tokens for h in n] for n in found] == [[h.tokens for h in n] for n in plain]
+        assert [h.score for n in found for h in n] == pytest.approx([h.score for n in plain for h in n])
+
+
+def test_with_one_beam_the_highest_bank_wins_so_the_phrase_comes_first():
+    model, src = tiny_model(VOCAB, seed=1), sources([5, 7, 3], vocab=VOCAB, seed=1)
+    constraints = [[[7, 8, 9]], [[13]], [[11, 12]]]
+    one = SearchOptions(beam_size=1, nbest=1, max_len_a=2.0, max_len_b=4)
+    results = constrained_beam_search(model, src, one, constraints, **IDS)
+    assert [nbest[0].tokens[: len(phrases[0])] for nbest, phrases in zip(results, constraints)] == [
+        [7, 8, 9], [13], [11, 12],
+    ]  # fmt: skip
+    greedy = search(model, src, SearchOptions(max_len_a=2.0, max_len_b=4), constraints=constraints, **IDS)
+    assert [n[0].tokens for n in greedy] == [n[0].tokens for n in results]
+
+
+def test_the_length_limit_ends_the_search_with_the_hypothesis_that_met_most():
+    model, src = tiny_model(VOCAB), sources([3], vocab=VOCAB)
+    short = SearchOptions(beam_size=3, nbest=3, max_len_a=0.0, max_len_b=3)
+    results = constrained_beam_search(model, src, short, [[[7, 8], [9, 10, 11]]], **IDS)
+    met = [h.constraints_met for h in results[0]]
+    assert met[0] == 1 and met == sorted(met, reverse=True) and results[0][0].constraints_total == 2
+    assert all(len(h.tokens) <= 3 for h in results[0])
+
+
+def test_an_ensemble_and_a_decoder_only_model_meet_their_phrases():
+    model, src = tiny_model(VOCAB, seed=2), sources([5, 6], vocab=VOCAB, seed=2)
+    constraints = [[[7, 8]], [[9], [10, 11]]]
+    single = constrained_beam_search(model, src, BEAM, constraints, **IDS)
+    twice = constrained_beam_search(Ensemble([model, model]).eval(), src, BEAM, constraints, **IDS)
+    assert [n[0].tokens for n in twice] == [n[0].tokens for n in single]
+    decoder_only = tiny_models.tiny_decoder_only(VOCAB, pad_id=PAD, sharpness=6.0)
+    assert_met(constrained_beam_search(decoder_only, src, BEAM, constraints, **IDS), constraints)
+
+
+@pytest.mark.parametrize("kind", ["greedy", "beam", "sample"])
+def test_avoided_phrases_are_never_produced(kind):
+    model, src = tiny_model(VOCAB, seed=3), sources([5, 7, 3, 6], vocab=VOCAB, seed=3)
+    options = {
+        "greedy": SearchOptions(max_len_b=8),
+        "beam": BEAM,
+        "sample": SearchOptions(sampling=True, nbest=4, max_len_b=8, seed=1),
+    }[kind]
+    generator = torch.Generator().manual_seed(0)
+    plain = search(model, src, options, generator=generator, **IDS)
+    produced = [h.tokens for nbest in plain for h in nbest]
+    one_piece = max(range(4, VOCAB), key=lambda t: sum(tokens.count(t) for tokens in produced))
+    pair = next(tokens[i : i + 2] for tokens in produced for i in range(len(tokens) - 1))
+    avoided = [[one_piece], pair]
+    found = search(model, src, options, avoid=Avoided.of(avoided, CPU), generator=generator, **IDS)
+    assert all(not contains(h.tokens, phrase) for n in found for h in n for phrase in avoided)
+    assert any(pair[0] in h.tokens for n in found for h in n) or pair[0] == one_piece  # still free
+
+
+def test_progress_is_the_longest_suffix_that_starts_a_phrase():
+    phrases = torch.tensor([[[4, 4, 5], [4, 6, -1]]])  # (1, 2, 3)
+    lengths = torch.tensor([[3, 2]])
+    windows = torch.tensor([[4, 4, 4], [9, 4, 4], [4, 4, 5], [4, 4, 6], [4, 5, 7]])  # (5, 3)
+    progress = suffix_progress(windows, phrases.expand(5, -1, -1), lengths.expand(5, -1))
+    assert progress.tolist() == [[2, 1], [2, 1], [3, 0], [0, 2], [0, 0]]
+    state = ConstraintState.start([[[4, 4, 5], [4, 6]]], copies=1, device=CPU)
+    outputs = torch.tensor([[2, 4, 4, 4]])  # bos then "4 4 4": "4 4 5" still one token away
+    met, progress = state.after(torch.tensor([0, 0]), torch.tensor([5, 6]), outputs)
+    assert met.tolist() == [[True, False], [False, True]] and progress.tolist() == [[3, 0], [0, 2]]
+
+
+def test_the_beam_is_filled_rank_by_rank_across_banks_highest_first():
+    scores = torch.tensor([[-1.0, -2.0, -3.0, -4.0, -5.0, float("-inf")]])
+    banks = torch.tensor([[0, 0, 1, 2, 1, 2]])
+    assert allocation_order(scores, banks, top_bank=2).tolist() == [[3, 2, 0, 4, 1, 5]]
+
+
+def test_bad_constraints_get_one_line_errors():
+    model, src = tiny_model(VOCAB), sources([5, 6], vocab=VOCAB)
+    cases = {
+        "more than the beam of 4": [[[4], [5], [6], [7], [8]], []],
+        "empty or holds pad": [[[]], []],
+        r"holds pad, bos or eos \(ids 0, 2, 3\)": [[[7, EOS]], []],
+        "got constraints for 1 sentences": [[[7]]],
+    }
+    for message, constraints in cases.items():
+        with pytest.raises(UserError, match=message) as error:
+            constrained_beam_search(model, src, BEAM, constraints, ids=SpecialIds(bos=2, eos=EOS, pad=PAD))
+        assert "\n" not in str(error.value)
+    with pytest.raises(UserError, match="not sampling"):
+        search(model, src, SearchOptions(sampling=True), constraints=[[[7]], []], **IDS)
+
+
+def test_no_word_continuing_piece_follows_a_completed_phrase():
+    assert continuing_pieces(["\u2581Dios", "cre", "ó", ",", "\u2581", "<unk>", "9"]).tolist() == [
+        False, True, True, False, False, False, True,
+    ]  # fmt: skip
+    model, src = tiny_model(VOCAB, seed=5), sources([5, 7, 6], vocab=VOCAB, seed=5)
+    constraints = [[[7, 8]], [[9]], [[10, 11]]]
+    plain = constrained_beam_search(model, src, BEAM, constraints, **IDS)
+    after = [h.tokens[h.tokens.index(p[0][-1]) + 1 :][:1] for n, p in zip(plain, constraints) for h in n[:1]]
+    continuing = torch.zeros(VOCAB, dtype=torch.bool)
+    continuing[[t for tokens in after for t in tokens]] = True  # what followed each phrase now may not
+    ended = constrained_beam_search(model, src, BEAM, constraints, continuing=continuing, **IDS)
+    assert_met(ended, constraints)
+    for nbest, phrases in zip(ended, constraints):
+        tokens, phrase = nbest[0].tokens, phrases[0]
+        ends = [i + len(phrase) for i in range(len(tokens)) if tokens[i : i + len(phrase)] == phrase]
+        assert all(end == len(tokens) or not continuing[tokens[end]] for end in ends)
