@@ -37,14 +37,22 @@ from seq2seq.decode.beam import (
     _top_candidates,
     check_beam,
 )
-from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, next_token_scores, start_search
+from seq2seq.decode.common import (
+    SPECIAL_IDS,
+    Hypothesis,
+    Prefix,
+    SpecialIds,
+    StepRules,
+    next_token_scores,
+    start_search,
+)
 from seq2seq.decode.constraints import (
     PAD,
     Avoided,
     ConstraintState,
     allocation_order,
-    end_words_,
     hold_eos_,
+    word_rules_,
 )
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import NEG_INF
@@ -70,7 +78,7 @@ def constrained_beam_search(
 
     `constraints`: one list of phrases per sentence (each a list of target ids; [] for none). A forced
     prefix counts towards them. `continuing` (V,) bool: the target pieces that continue a word
-    (seq2seq.decode.constraints.continuing_pieces), which may not follow a completed phrase.
+    (seq2seq.decode.constraints.continuing_pieces), which keep phrases to word boundaries.
     Shapes: src (B, S) right-padded with pad_id -> B lists of hypotheses.
     """
     beam_size, nbest = check_beam(options)
@@ -85,16 +93,25 @@ def constrained_beam_search(
     while beams.sentences:
         logits, state = model.decode_step(beams.tokens[:, -1:], state)  # (N, V)
         logprobs = next_token_scores(logits, beams.tokens, beams.rules, log_probs=ready)
-        at_limit = beams.rules.max_lens <= beams.tokens.shape[1] - 1  # (N,)
+        step = beams.tokens.shape[1] - 1
+        at_limit = beams.rules.max_lens <= step  # (N,)
         hold_eos_(logprobs, wanted.all_met() | at_limit, eos_id=ids.eos)
         if continuing is not None:
-            end_words_(logprobs, wanted, continuing.to(logprobs.device))
+            free = ~at_limit & ~_forced_now(beams.rules, step)
+            word_rules_(logprobs, wanted, continuing.to(logprobs.device), free)
         wanted = _step(
             beams, state, logprobs, wanted, finished, limits=limits, totals=totals, options=options
         )
     return [
         sorted(hyps, key=lambda h: (h.constraints_met, h.score), reverse=True)[:nbest] for hyps in finished
     ]
+
+
+def _forced_now(rules: StepRules, step: int) -> Tensor:
+    """Rows whose next token a forced prefix sets. Shapes: -> (N,) bool."""
+    if rules.prefix is None or step >= rules.prefix.shape[1]:
+        return torch.zeros_like(rules.max_lens, dtype=torch.bool)
+    return rules.prefix[:, step] != rules.ids.pad
 
 
 def check_constraints(constraints: Phrases, *, batch: int, beam_size: int, ids: SpecialIds) -> None:

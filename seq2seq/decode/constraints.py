@@ -6,8 +6,10 @@ Positive constraints (each sentence's phrases, as target token ids) drive the co
     phrases that share a prefix advance together, and a phrase that overlaps itself is never missed;
   * met: the progress reached the phrase's length once; a met phrase stays met.
 A phrase counts only whole: a hypothesis that strays from a phrase it has started loses that progress.
-A phrase also ends a word: given the tokenizer's word-continuing pieces (`continuing_pieces`), the piece
-after a completed phrase may not glue onto its last word ("Dios creó" is not met by "Dios creóse").
+Given the tokenizer's word-continuing pieces (`continuing_pieces`), phrases also keep to word
+boundaries (`word_rules_`): a word of a phrase, once started, must be finished (a hypothesis may stray
+only between the phrase's words), and the piece after a completed phrase may not glue onto its last
+word ("Dios creó" is not met by "Dios creóse").
 A row's bank is the number of constraint tokens it has met: the lengths of its met phrases, plus its
 longest progress on an unmet one. A phrase given twice for one sentence is required once.
 
@@ -176,10 +178,17 @@ def continuing_pieces(pieces: Sequence[str], *, word_start: str = "\u2581") -> T
     return torch.tensor([not p.startswith(word_start) and p[:1].isalnum() for p in pieces], dtype=torch.bool)
 
 
-def end_words_(logprobs: Tensor, wanted: ConstraintState, continuing: Tensor) -> Tensor:
-    """Forbid word-continuing pieces right after a completed phrase. Shapes: logprobs (N, V), continuing
-    (V,) bool -> logprobs, edited in place."""
-    return logprobs.masked_fill_(wanted.just_completed()[:, None] & continuing, NEG_INF)
+def word_rules_(logprobs: Tensor, wanted: ConstraintState, continuing: Tensor, free: Tensor) -> Tensor:
+    """Keep phrases to word boundaries (module docstring): a row inside a word of an unmet phrase may
+    only continue that word (with any phrase it is inside, when several share a start), and a row that
+    has just completed a phrase may not continue its last word. Only `free` rows are ruled: not those
+    whose next token is forced (a prefix, the length limit).
+    Shapes: logprobs (N, V), continuing (V,) bool, free (N,) bool -> logprobs, edited in place."""
+    following = wanted.next_tokens()  # (N, C)
+    inside = (wanted.progress > 0) & ~wanted.met & continuing[following.clamp(min=0)] & free[:, None]
+    allowed = torch.zeros_like(logprobs, dtype=torch.bool).scatter_(1, following.clamp(min=0), inside)
+    logprobs.masked_fill_(inside.any(dim=1, keepdim=True) & ~allowed, NEG_INF)
+    return logprobs.masked_fill_((wanted.just_completed() & free)[:, None] & continuing, NEG_INF)
 
 
 def hold_eos_(logprobs: Tensor, ready: Tensor, *, eos_id: int) -> Tensor:
@@ -228,9 +237,9 @@ __all__ = [
     "ConstraintState",
     "allocation_order",
     "continuing_pieces",
-    "end_words_",
     "hold_eos_",
     "phrase_tensor",
     "recent_tokens",
     "suffix_progress",
+    "word_rules_",
 ]

@@ -177,3 +177,18 @@ def test_no_word_continuing_piece_follows_a_completed_phrase():
         tokens, phrase = nbest[0].tokens, phrases[0]
         ends = [i + len(phrase) for i in range(len(tokens)) if tokens[i : i + len(phrase)] == phrase]
         assert all(end == len(tokens) or not continuing[tokens[end]] for end in ends)
+
+
+def test_a_started_word_of_a_phrase_is_finished():
+    model, src = tiny_model(VOCAB, seed=6), sources([5, 7, 6, 4], vocab=VOCAB, seed=6)
+    constraints = [[[10, 11, 12]], [[10, 11, 12]], [[13, 14], [5]], [[10, 11, 12]]]
+    continuing = torch.zeros(VOCAB, dtype=torch.bool)
+    continuing[[11, 12, 14]] = True  # "10 11 12" is one word of three pieces, "13 14" one of two
+    results = constrained_beam_search(model, src, BEAM, constraints, continuing=continuing, **IDS)
+    assert_met(results, constraints)
+    complete = [h for nbest in results for h in nbest if h.constraints_met == h.constraints_total]
+    assert len(complete) >= len(results)  # (the length limit may cut a word short in the others)
+    for hypothesis in complete:
+        tokens = hypothesis.tokens + [EOS]
+        assert all(tokens[i + 1 : i + 3] == [11, 12] for i, t in enumerate(tokens) if t == 10), tokens
+        assert all(tokens[i + 1] == 14 for i, t in enumerate(tokens) if t == 13), tokens
