@@ -6,7 +6,8 @@ Each input line (text) may carry target phrases its translation must contain: gi
 like input text and split into target pieces; a phrase given twice counts once. `avoid` phrases must
 appear in no translation. Every problem is a one-line error naming the line:
   * a line count that differs from the input's;
-  * an empty phrase, or one that the tokenizer turns into no pieces;
+  * an empty phrase, one that the tokenizer turns into no pieces, or one with characters the target
+    vocabulary lacks (an unknown piece would be written instead);
   * more phrases than the beam can hold (at most beam_size per line; greedy search has one beam);
   * a phrase that is both required and avoided.
 A text split into pieces (long_lines=split) gets its phrases on its first piece.
@@ -34,6 +35,11 @@ def phrase_tokens(phrase: str, tokenizer: Tokenizer, *, where: str) -> list[int]
     tokens = tokenizer.encode(text)
     if not tokens:
         raise UserError(f"{where}: the phrase {phrase!r} becomes no target pieces; drop it or reword it")
+    if tokenizer.unk_id in tokens:
+        raise UserError(
+            f"{where}: the phrase {phrase!r} has characters the target vocabulary lacks (they would be "
+            "written as <unk>); drop them or the phrase"
+        )
     return tokens
 
 
