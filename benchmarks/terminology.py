@@ -233,15 +233,15 @@ def load_average() -> str:
 
 
 def timed_passes(
-    translator: Translator, sources: list[str], constraints: list[list[str]], beam_size: int, rounds: int
-) -> tuple[dict[str, list[str]], dict[str, list[float]]]:
+    translator: Translator, sources: list[str], constraints: list[list[str]], beam_size: int, rounds: int,
+    length_penalty: float | None = None,
+) -> tuple[dict[str, list[str]], dict[str, list[float]]]:  # fmt: skip
     """The outputs and the seconds of each round of the unconstrained and the constrained pass, after one
     warm-up of both on the first sentences; the order of the two is rotated every round."""
+    search = {"beam_size": beam_size, "length_penalty": length_penalty}
     passes = {
-        "unconstrained": lambda n: translator.translate(sources[:n], beam_size=beam_size),
-        "constrained": lambda n: translator.translate(
-            sources[:n], beam_size=beam_size, constraints=constraints[:n]
-        ),
+        "unconstrained": lambda n: translator.translate(sources[:n], **search),
+        "constrained": lambda n: translator.translate(sources[:n], constraints=constraints[:n], **search),
     }
     for run in passes.values():
         run(WARMUP_SENTENCES)
@@ -299,11 +299,14 @@ def measure(
     translator = Translator.from_checkpoint(args.checkpoint)
     constraints = [[t.text for t in terms] for terms in chosen]
     load_before = load_average()
-    outputs, seconds = timed_passes(translator, sources, constraints, args.beam_size, args.rounds)
+    outputs, seconds = timed_passes(
+        translator, sources, constraints, args.beam_size, args.rounds, args.length_penalty
+    )
     best = {name: min(values) for name, values in seconds.items()}
+    options = translator.options.replace(beam_size=args.beam_size, length_penalty=args.length_penalty)
     return {
         "checkpoint": args.checkpoint,
-        "search": translator.options.replace(beam_size=args.beam_size).describe(),
+        "search": f"{options.describe()}, length penalty {options.length_penalty:g}",
         "machine": describe_machine(),
         "load_average": {"before": load_before, "after": load_average()},
         "sentences": len(sources),
@@ -369,6 +372,9 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--build-only", action="store_true", help="write the constraints, measure nothing")
     parser.add_argument("--checkpoint", help="the model to measure (e.g. runs/.../averaged.pt)")
     parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument(
+        "--length-penalty", type=float, default=None, help="GNMT alpha of both passes (default: the model's)"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="timed rounds of both passes, alternating")
     parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: torch's)")
     parser.add_argument("--json", default=None, help="also write the results to this file")

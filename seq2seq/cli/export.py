@@ -34,7 +34,7 @@ def export(cfg: DictConfig) -> Path:
     written = export_ctranslate2(
         checkpoint, output, quantization=str(cfg.quantization), force=bool(cfg.force),
         shortlist=None if cfg.shortlist is None else Path(to_absolute_path(str(cfg.shortlist))),
-        torch_weights=torch_weights_setting(cfg.torch_weights),
+        torch_weights=torch_weights_setting(cfg.get("torch_weights", True)),
     )  # fmt: skip
     size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
     family = read_metadata(written)["family"]  # which CTranslate2 class will run it

@@ -6,6 +6,10 @@ penalties.py    pure functions those rules use: length penalty, limits, n-gram b
 greedy.py       greedy search, and the single-path loop it shares with sampling
 sampling.py     temperature / top-k / nucleus sampling, seeded
 beam.py         batched beam search with in-place KV-cache reordering
+constraints.py  lexical constraints as tensors: each row's progress on its phrases, banks, avoided phrases
+constrained.py  constrained beam search: outputs that contain given phrases (dynamic beam allocation)
+constraint_input.py  phrases as users give them (text per line) turned into checked target tokens
+glossary.py     a TSV glossary: source terms found in a sentence become constraints on its translation
 search.py       search(): the search a SearchOptions describes; search_ids(): many sentences, batched
 loading.py      a model and its tokenizers rebuilt from a checkpoint file alone
 ensemble.py     several models searched as one (mean log-probabilities, each with its own cache)
