@@ -181,3 +181,16 @@ def test_threads_sharing_one_model_each_get_their_own_candidates(tokenizer, monk
         together = list(pool.map(lambda engine: engine.search(sources, LIMIT, max_tokens=4096), engines))
     assert together == alone
     assert model.output is projection
+
+
+def test_a_shortlist_keeps_every_constraint_token(tokenizer) -> None:
+    model = tiny_model(tokenizer.vocab_size, sharpness=4.0, max_positions=64)
+    ids = SpecialIds.of(tokenizer)
+    options = SearchOptions(beam_size=4, max_len_a=0.0, max_len_b=10)
+    sources = [tokenizer.encode(text) + [ids.eos] for text in sentences(3, seed=5)]
+    engine = TorchEngine(model, ids, device=torch.device("cpu"), precision="fp32")
+    picked = [list(h.tokens) for nbest in engine.search(sources, options, max_tokens=4096) for h in nbest]
+    wanted = next(t for t in range(4, tokenizer.vocab_size) if all(t not in tokens for tokens in picked))
+    engine.shortlist = covering(picked, tokenizer.vocab_size)  # it lacks the wanted token
+    found = engine.search(sources, options, max_tokens=4096, constraints=[[[wanted]], [], [[wanted]]])
+    assert [wanted in nbest[0].tokens for nbest in found] == [True, False, True]
