@@ -38,7 +38,12 @@ from seq2seq.train.fingerprint import SAME_NUMBERS_MODEL_KEYS, settings_fingerpr
 from seq2seq.train.finish import FinishSettings
 from seq2seq.train.loop import Trainer
 from seq2seq.train.reporting import Reporter
-from seq2seq.train.run_dir import check_resume, check_run_directory
+from seq2seq.train.run_dir import (
+    check_resume,
+    check_run_directory,
+    hold_run_directory,
+    release_run_directory,
+)
 from seq2seq.train.schedules import ScheduledLR
 
 log = logging.getLogger("seq2seq.qe_train")
@@ -104,6 +109,7 @@ def train_qe(cfg: DictConfig) -> float | None:
     seed_everything(int(cfg.seed))
     options = trainer_options(cfg)
     checkpoint = resume_path(command.resume, run_dir)
+    hold_run_directory(run_dir)  # one training process per run directory
     check_run_directory(run_dir, checkpoint, command.resume)
     src_tokenizer, tgt_tokenizer, tokenizer_payload = read_tokenizers(data_dir)
     fingerprint = qe_fingerprint(cfg, data_dir)
@@ -152,6 +158,7 @@ def train_qe(cfg: DictConfig) -> float | None:
     log.info("training a QE model in %s on %s (%s)", run_dir, device, trainer.precision)
     state = trainer.fit()
     write_summary(run_dir, state, count_parameters(model))
+    release_run_directory(run_dir)
     if trainer.stopping_signal is not None:
         raise SystemExit(128 + trainer.stopping_signal)
     return state.best_loss

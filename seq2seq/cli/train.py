@@ -39,7 +39,12 @@ from seq2seq.train.finish import FinishSettings, finish_run, objective
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.objective import TrainingLoss
 from seq2seq.train.reporting import Reporter
-from seq2seq.train.run_dir import check_resume, check_run_directory
+from seq2seq.train.run_dir import (
+    check_resume,
+    check_run_directory,
+    hold_run_directory,
+    release_run_directory,
+)
 from seq2seq.train.schedules import ScheduledLR
 from seq2seq.train.snapshots import Snapshots
 from seq2seq.train.validation import Validator
@@ -162,6 +167,8 @@ def train(cfg: DictConfig) -> float | None:
     seed_everything(int(cfg.seed) + distributed.rank())
     options = trainer_options(cfg)
     checkpoint = resume_path(command.resume, run_dir)
+    if distributed.is_main():
+        hold_run_directory(run_dir)  # one training process per run directory
     check_run_directory(run_dir, checkpoint, command.resume)  # before anything is written there
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=command.max_tokens, seed=int(cfg.seed),
                      joint_sequence=family == "decoder_only")  # fmt: skip
@@ -189,6 +196,7 @@ def train(cfg: DictConfig) -> float | None:
                 dev_pairs=(len(data.corpus.dev_src_texts), int(data.corpus.stats["dev"]["pairs"])),
             )  # fmt: skip
         write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, finished)
+        release_run_directory(run_dir)
     distributed.shutdown()
     if trainer.stopping_signal is not None:
         # Exit as the signal would have: a sweep stops here instead of launching its next trial, and the

@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 from commands import error_line, run_module
 from toy_corpus import NARROWER, tiny_train_overrides, write_toy_corpus
+
+from seq2seq.errors import UserError
+from seq2seq.train.run_dir import hold_run_directory, release_run_directory
 
 
 def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -144,3 +148,28 @@ def test_a_checkpoint_without_a_fingerprint_resumes_with_a_warning(
     result = run_train(*tiny_train_overrides(corpus, run_dir, *NARROWER), cwd=tmp_path)
     assert "does not fit this model" in error_line(result)
     assert "no settings fingerprint" in result.stdout + result.stderr
+
+
+def test_two_processes_never_train_in_one_run_directory(corpus: Path, tmp_path: Path) -> None:
+    """Item: a second training process in a directory another one trains in stops with one line naming
+    the holder; the lock goes with the process that held it."""
+    run_dir = tmp_path / "busy"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from seq2seq.train.run_dir import hold_run_directory; "
+         f"hold_run_directory({str(run_dir)!r}); print('held', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        overrides = tiny_train_overrides(corpus, run_dir, "trainer.max_updates=2")
+        line = error_line(run_train(*overrides, cwd=tmp_path))
+        assert f"is in use: process {holder.pid} on" in line and "run_name" in line, line
+        with pytest.raises(UserError, match=rf"is in use: process {holder.pid} "):
+            hold_run_directory(run_dir)
+    finally:
+        holder.kill()
+        holder.wait()
+    hold_run_directory(run_dir)  # free again once its holder has gone, however it ended
+    hold_run_directory(run_dir)  # and a process may ask again for what it holds
+    release_run_directory(run_dir)
+    assert {p.name for p in run_dir.iterdir()} <= {".run.lock", ".hydra", "train.log"}  # (Hydra's own)
