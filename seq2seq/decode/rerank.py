@@ -53,10 +53,10 @@ def check_weight(weight: float | None) -> float | None:
 
 def rerank(results: list[list[Hypothesis]], weight: float, keep: int) -> list[list[Hypothesis]]:
     """Each n-best list by score + weight * qe, best first, cut to `keep` (a hypothesis without a QE score
-    counts as 0)."""
+    counts as 0). In a constrained search, hypotheses that met more phrases stay first."""
 
-    def key(hypothesis: Hypothesis) -> float:
-        return hypothesis.score + weight * (hypothesis.qe or 0.0)
+    def key(hypothesis: Hypothesis) -> tuple[int, float]:
+        return hypothesis.constraints_met or 0, hypothesis.score + weight * (hypothesis.qe or 0.0)
 
     return [sorted(nbest, key=key, reverse=True)[:keep] for nbest in results]
 

@@ -53,6 +53,11 @@ def test_rerank_orders_by_score_plus_weighted_qe() -> None:
     assert [h.tokens for h in rerank([nbest], 0.0, 3)[0]] == [[1], [2], [3]]
     assert [h.tokens for h in rerank([nbest], 1.0, 2)[0]] == [[2], [1]]  # -0.7 > -0.9
     assert rerank([[]], 1.0, 1) == [[]]
+    constrained = [
+        Hypothesis([1], -1.0, -1.0, qe=0.9, constraints_met=1, constraints_total=2),
+        Hypothesis([2], -2.0, -2.0, qe=0.1, constraints_met=2, constraints_total=2),
+    ]
+    assert [h.tokens for h in rerank([constrained], 10.0, 2)[0]] == [[2], [1]]  # met phrases come first
 
 
 def test_translations_carry_the_qe_models_score(models: tuple[Path, Path]) -> None:
