@@ -136,18 +136,7 @@ def _step(
     )
     rows = report.tolist()  # the step's one required host sync; plain floats from here on
     _finish(finished, beams, rows, alpha=alpha)
-    done = [
-        _sentence_done(
-            finished[sentence],
-            rows[i][-1],
-            step=step,
-            limit=limits[sentence],
-            beam_size=options.beam_size,
-            nbest=options.nbest,
-            exact=exact,
-        )
-        for i, sentence in enumerate(beams.sentences)
-    ]
+    done = _done(finished, beams, rows, step=step, limits=limits, options=options)
     _advance(beams, state, candidates, picks, done)
 
 
@@ -264,6 +253,30 @@ def _finish(
             hypothesis.constraints_met = int(report[i][3 * beam_size + rank])
             hypothesis.constraints_total = totals[beams.sentences[i]]
         finished[beams.sentences[i]].append(hypothesis)
+
+
+def _done(
+    finished: list[list[Hypothesis]],
+    beams: _Beams,
+    report: list[list[float]],
+    *,
+    step: int,
+    limits: list[int],
+    options: SearchOptions,
+) -> list[bool]:
+    """Per sentence still decoded, whether it is done (`_sentence_done`); report: `_split`'s, as lists."""
+    return [
+        _sentence_done(
+            finished[sentence],
+            report[i][-1],
+            step=step,
+            limit=limits[sentence],
+            beam_size=options.beam_size,
+            nbest=options.nbest,
+            exact=not options.stop_early,
+        )
+        for i, sentence in enumerate(beams.sentences)
+    ]
 
 
 def _sentence_done(

@@ -30,9 +30,9 @@ from seq2seq.decode.beam import (
     _advance,
     _Beams,
     _Candidates,
+    _done,
     _finish,
     _initial_beams,
-    _sentence_done,
     _split,
     _top_candidates,
     check_beam,
@@ -163,18 +163,7 @@ def _step(
     report = torch.cat([report[:, :-1], (phrases_met[:, :beam_size] - absent).float(), report[:, -1:]], dim=1)
     rows = report.tolist()  # the step's one required host sync
     _finish(finished, beams, rows, alpha=alpha, totals=totals)
-    done = [
-        _sentence_done(
-            finished[sentence],
-            rows[i][-1],
-            step=step,
-            limit=limits[sentence],
-            beam_size=beam_size,
-            nbest=options.nbest,
-            exact=exact,
-        )
-        for i, sentence in enumerate(beams.sentences)
-    ]
+    done = _done(finished, beams, rows, step=step, limits=limits, options=options)
     placed, alive = _advance(beams, state, candidates, picks, done)
     chosen = [_gather_rows(values, placed).reshape(batch * beam_size, -1) for values in (met, progress)]
     return wanted.moved(*chosen, alive)
