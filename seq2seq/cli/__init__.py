@@ -5,6 +5,8 @@ train.py          seq2seq-train: compose the config, build data/model/optimizer,
 training_data.py  the `data` config group -> what the training loop consumes
 data_config.py    the `data` config group -> prepare_training_data's arguments (free of torch)
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
+backtranslate.py  seq2seq-backtranslate: monolingual text + a reverse model -> synthetic parallel data
+backtranslate_dir.py  its output directory: settings fingerprint, lock, chunks saved whole, final corpus
 export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory
 shortlist.py      seq2seq-shortlist: a vocabulary shortlist for a model, learned from its training text
 serve.py          seq2seq-serve: the HTTP server's settings, checked before the model loads

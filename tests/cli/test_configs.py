@@ -87,6 +87,7 @@ def test_every_qe_model_composes_in_qe_train_and_instantiates(option: str) -> No
     ("name", "overrides"),
     [
         ("translate", ["checkpoint=x.pt"]),
+        ("backtranslate", ["checkpoint=x.pt", "input=mono.es", "output_dir=bt"]),
         ("prepare", []),
         ("qe", ["checkpoint=x.pt", "input=a", "hypotheses=b"]),
         ("qe_data", ["output_dir=x", "train_passes=[{checkpoint: a.pt}]", "dev_passes=[{checkpoint: a.pt}]"]),

@@ -16,6 +16,7 @@ from commands import run_module
         ("seq2seq.cli.prepare", ["apt-get", "data=parallel_files"]),
         ("seq2seq.cli.export", ["quantization=int8", "ALiBi, local windows (model.window)"]),
         ("seq2seq.cli.serve", ["POST /translate", "SIGTERM", "max_body_bytes"]),
+        ("seq2seq.cli.backtranslate", ["decode=sample decode.top_k=10", "kill -9", "force=true"]),
     ],
 )
 def test_help_explains_usage_and_policies(module: str, expected: list[str], tmp_path: Path) -> None:
