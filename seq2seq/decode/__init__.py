@@ -19,6 +19,7 @@ exported.py     reading a model directory written by seq2seq-export
 tuned.py        a model's own decoding settings (length_penalty, max_len_a) stored with its weights
 confidence.py   per-token probabilities and sentence confidence of a translation
 rerank.py       a QE model's score on every hypothesis, and n-best lists re-ranked by it
+pair_filter.py  TranslationScoreFilter: a cleaning transform that drops pairs a model finds unlikely
 shortlist.py    vocabulary shortlists: a lexical table, and each batch's output projection on its candidates
 translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
 text_input.py   reading text to translate or score (file or stdin, strict or lenient UTF-8)

@@ -1,0 +1,144 @@
+"""A cleaning transform that asks a trained translation model whether a pair's target translates its source.
+
+Misaligned pairs (a target that belongs to another sentence) look like clean text on both sides, so no
+rule catches them; a model does: it gives such a target a low probability. The score of a pair is the
+length-normalised log-probability of the target given the source, by teacher forcing (one forward pass
+of a batch): the mean over its tokens and the final eos, in nats, so 0 is certain and -2 means e^-2 per
+token on average. With a reverse-direction model too, the score is "dual conditional cross-entropy"
+(Junczys-Dowmunt, 2018): the mean of both directions' scores minus their difference, so a pair must be
+likely both ways and the two must agree.
+
+It lives in decode/ (not data/ with the other transforms) because it needs a model; seq2seq.data never
+imports seq2seq.decode. Configure it like the others in `data.transforms`:
+`{_target_: seq2seq.decode.pair_filter.TranslationScoreFilter, checkpoint: runs/x/best.pt, min_score: -4}`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from seq2seq.data.binarize import file_digest
+from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.transforms import Pair, Result, Transform
+from seq2seq.decode.loading import LoadedModel, load_ensemble
+from seq2seq.decode.search import length_sorted_batches, pad_batch
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+@torch.inference_mode()
+def mean_log_probs(
+    model: nn.Module, sources: Sequence[list[int]], targets: Sequence[list[int]], *, bos_id: int, pad_id: int,
+    device: torch.device, max_tokens: int = 4096,
+) -> list[float]:  # fmt: skip
+    """Per pair, the mean log-probability of the target's tokens (each list ending in eos) given the source,
+    by teacher forcing: batches of similar length within `max_tokens` (sentences x longest side)."""
+    scores = [0.0] * len(sources)
+    lengths = [max(len(s), len(t)) for s, t in zip(sources, targets)]
+    for batch in length_sorted_batches(lengths, max_tokens):
+        src = pad_batch([sources[i] for i in batch], pad_id).to(device)  # (B, S)
+        tgt_out = pad_batch([targets[i] for i in batch], pad_id).to(device)  # (B, T)
+        tgt_in = pad_batch([[bos_id, *targets[i][:-1]] for i in batch], pad_id).to(device)  # (B, T)
+        keep = tgt_out != pad_id  # (B, T)
+        logits = model(src, tgt_in, output_keep=keep)  # (N, V), the kept positions in row-major order
+        token_scores = torch.log_softmax(logits.float(), dim=-1).gather(1, tgt_out[keep][:, None])[
+            :, 0
+        ]  # (N,)
+        rows = keep.nonzero()[:, 0]  # (N,) the row of each kept position
+        sums = torch.zeros(len(batch), device=device).index_add_(0, rows, token_scores)  # (B,)
+        for index, value in zip(batch, (sums / keep.sum(dim=1)).tolist()):
+            scores[index] = value
+    return scores
+
+
+def dual_score(forward: float, backward: float) -> float:
+    """Dual conditional cross-entropy as a score (higher is better): with H = -score per direction,
+    -(|H_f - H_b| + (H_f + H_b) / 2) = (forward + backward) / 2 - |forward - backward|."""
+    return (forward + backward) / 2 - abs(forward - backward)
+
+
+class TranslationScoreFilter(Transform):
+    """Remove pairs whose score (module docstring) is below `min_score`.
+
+    `checkpoint`: a source->target translation model (seq2seq-train's best.pt or averaged.pt);
+    `reverse_checkpoint`: optionally a target->source one, for the dual score. Both are loaded on first
+    use. `max_tokens`: the batch budget (sentences x longest side). A side longer than the model's
+    positions is scored on its first tokens.
+    """
+
+    name = "TranslationScore"
+
+    def __init__(
+        self, *, checkpoint: str, min_score: float = -3.0, reverse_checkpoint: str | None = None,
+        device: str = "cpu", max_tokens: int = 4096,
+    ) -> None:  # fmt: skip
+        self.paths = [Path(p) for p in (checkpoint, reverse_checkpoint) if p is not None]
+        for path in self.paths:
+            if not path.is_file():
+                raise UserError(
+                    f"TranslationScoreFilter: {path} is not a file; pass a checkpoint of seq2seq-train"
+                )
+        self.min_score, self.device, self.max_tokens = float(min_score), torch.device(device), max_tokens
+        self._models: list[LoadedModel] = []
+
+    def settings(self) -> dict[str, Any]:
+        """The models by content (a moved file is the same model), and the threshold."""
+        digests = [file_digest(path) for path in self.paths]
+        return {"checkpoint_sha256": digests[0], "reverse_sha256": digests[1] if len(digests) > 1 else None,
+                "min_score": self.min_score}  # fmt: skip
+
+    def models(self) -> list[LoadedModel]:
+        """The forward model, then the reverse one if any: loaded once."""
+        if not self._models:
+            self._models = [load_ensemble([path], self.device) for path in self.paths]
+            for path, loaded in zip(self.paths, self._models):
+                log.info("TranslationScoreFilter: scoring with %s (step %d)", path, loaded.step)
+        return self._models
+
+    def direction_scores(
+        self, loaded: LoadedModel, sources: Sequence[str], targets: Sequence[str]
+    ) -> list[float]:
+        """Mean log-probability of each target given its source under one model."""
+        limit = int(loaded.model.config.get("max_positions", 1024))
+        joint = getattr(loaded.model, "family", "") == "decoder_only"  # source and target share positions
+        src_ids = _with_eos(loaded.src_tokenizer, sources, limit // 2 if joint else limit)
+        tgt_ids = [
+            _fitted(ids, (limit - len(src)) if joint else limit, loaded.tgt_tokenizer.eos_id)
+            for src, ids in zip(src_ids, _with_eos(loaded.tgt_tokenizer, targets, limit))
+        ]
+        ids = loaded.tgt_tokenizer
+        return mean_log_probs(loaded.model, src_ids, tgt_ids, bos_id=ids.bos_id, pad_id=ids.pad_id,
+                              device=self.device, max_tokens=self.max_tokens)  # fmt: skip
+
+    def scores(self, pairs: Sequence[Pair]) -> list[float]:
+        """The score of each pair: forward, or dual with a reverse model."""
+        sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
+        models = self.models()
+        forward = self.direction_scores(models[0], sources, targets)
+        if len(models) == 1:
+            return forward
+        backward = self.direction_scores(models[1], targets, sources)
+        return [dual_score(f, b) for f, b in zip(forward, backward)]
+
+    def __call__(self, pairs: Sequence[Pair]) -> Result:
+        if not pairs:
+            return []
+        return [p if score >= self.min_score else None for p, score in zip(pairs, self.scores(pairs))]
+
+
+def _with_eos(tokenizer: Tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
+    return [
+        _fitted(ids + [tokenizer.eos_id], limit, tokenizer.eos_id) for ids in tokenizer.encode_batch(texts)
+    ]
+
+
+def _fitted(ids: list[int], limit: int, eos_id: int) -> list[int]:
+    """`ids` (ending in eos) cut to `limit` tokens, still ending in eos."""
+    return ids if len(ids) <= limit else ids[: limit - 1] + [eos_id]
