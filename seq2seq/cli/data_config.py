@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from hydra.utils import to_absolute_path
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from seq2seq.data.mixing import CorpusSpec
+from seq2seq.data.noise import NoiseSettings
 from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
 from seq2seq.data.vocabulary import TokenizerSettings
+from seq2seq.errors import UserError
 
 
 def _path(value: Any) -> Path:
@@ -22,9 +25,11 @@ def _path(value: Any) -> Path:
 
 def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: bool) -> TrainingData:
     """`prepare_training_data` with the arguments a `data` config group gives (the one adapter)."""
+    splits = transform_splits(data_cfg)
     return prepare_training_data(
-        train_src=_path(data_cfg.train.src),
-        train_tgt=_path(data_cfg.train.tgt),
+        corpora=training_corpora(data_cfg),
+        transforms=cleaning_transforms(data_cfg) if "train" in splits else [],
+        transform_dev="dev" in splits,
         dev_src=_path(data_cfg.dev.src),
         dev_tgt=_path(data_cfg.dev.tgt),
         out_dir=out_dir,
@@ -35,3 +40,82 @@ def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: boo
         tokenizer=TokenizerSettings(**OmegaConf.to_container(data_cfg.tokenizer, resolve=True)),
         filters=FilterSettings(**OmegaConf.to_container(data_cfg.filter, resolve=True)),
     )
+
+
+CORPUS_KEYS = {"src", "tgt", "weight", "tag", "noise", "name"}
+
+
+def corpus_entries(data_cfg: DictConfig) -> list[tuple[str, Any]]:
+    """(config key, entry) of every training corpus: `data.train` (a mapping {src, tgt, ...}, or a list
+    of them in a data config of one's own), then each of `data.extra_train`."""
+    train, extra = data_cfg.train, data_cfg.get("extra_train") or []
+    if not isinstance(extra, ListConfig | list):
+        raise UserError(
+            "data.extra_train must be a list of corpora: [{src: FILE, tgt: FILE, tag: <bt>}, ...]"
+        )
+    entries = [("train", train)] if isinstance(train, DictConfig) else []
+    if isinstance(train, ListConfig | list):
+        entries = [(f"train[{i}]", entry) for i, entry in enumerate(train)]
+    if not entries:
+        raise UserError("data.train must be {src: FILE, tgt: FILE} or a non-empty list of such corpora")
+    return entries + [(f"extra_train[{i}]", entry) for i, entry in enumerate(extra)]
+
+
+def training_corpora(data_cfg: DictConfig) -> list[CorpusSpec]:
+    """The training corpora (see corpus_entries), checked: files named, weights, tags and noise valid."""
+    return [_corpus(entry, f"data.{key}") for key, entry in corpus_entries(data_cfg)]
+
+
+def _corpus(entry: Any, where: str) -> CorpusSpec:
+    if not isinstance(entry, DictConfig) or entry.get("src") is None or entry.get("tgt") is None:
+        raise UserError(f"{where} must name its files: {{src: FILE, tgt: FILE}} (plus weight, tag, noise)")
+    unknown = sorted(set(entry.keys()) - CORPUS_KEYS)
+    if unknown:
+        raise UserError(f"{where} has unknown keys {unknown}; a corpus takes {sorted(CORPUS_KEYS)}")
+    weight = float(entry.get("weight", 1.0) if entry.get("weight") is not None else 1.0)
+    if not weight >= 0:
+        raise UserError(f"{where}.weight={weight} must be 0 or more (times each pair is seen per epoch)")
+    tag = entry.get("tag")
+    if tag is not None and (not str(tag).strip() or " " in str(tag)):
+        raise UserError(f"{where}.tag={tag!r} must be one token without spaces, such as <bt>")
+    noise = entry.get("noise")
+    try:
+        noise = None if noise is None else NoiseSettings(**OmegaConf.to_container(noise, resolve=True))
+    except TypeError as error:
+        raise UserError(f"{where}.noise: {error}; it takes drop, mask and shuffle_distance") from None
+    return CorpusSpec(src=str(_path(entry.src)), tgt=str(_path(entry.tgt)), weight=weight,
+                      tag=None if tag is None else str(tag), noise=noise,
+                      name=str(entry.get("name") or Path(str(entry.src)).stem))  # fmt: skip
+
+
+def transform_splits(data_cfg: DictConfig) -> list[str]:
+    """Which splits `data.transforms` clean: train only, unless `data.transform_splits` lists dev too."""
+    splits = [str(split) for split in (data_cfg.get("transform_splits") or ["train"])]
+    unknown = sorted(set(splits) - {"train", "dev"})
+    if unknown:
+        raise UserError(f"data.transform_splits={splits} names {unknown}; use train and/or dev")
+    return splits
+
+
+def cleaning_transforms(data_cfg: DictConfig) -> list[Any]:
+    """`data.transforms`, instantiated in order (each entry a config with a `_target_` in seq2seq.*)."""
+    from hydra.utils import instantiate
+
+    from seq2seq.data.cleaning import check_transform
+
+    transforms = []
+    for number, entry in enumerate(data_cfg.get("transforms") or []):
+        target = str(entry.get("_target_", "")) if isinstance(entry, DictConfig) else ""
+        if not target.startswith("seq2seq."):
+            raise UserError(
+                f"data.transforms[{number}] needs a _target_ in seq2seq.* (got {target or entry!r}); "
+                "docs/data-cleaning.md lists the transforms"
+            )
+        try:
+            transform = instantiate(entry)
+        except Exception as error:  # a wrong setting name or value: Hydra's message, on one line
+            detail = " ".join(str(error).split())[:300]
+            raise UserError(f"data.transforms[{number}] ({target}) cannot be built: {detail}") from None
+        check_transform(transform)
+        transforms.append(transform)
+    return transforms

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
+from seq2seq.cli.data_config import corpus_entries
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
 from seq2seq.cli.training_data import RunData, load_data
@@ -209,9 +210,9 @@ def train(cfg: DictConfig) -> float | None:
 
 def corpus_files(data: DictConfig) -> dict[str, Path]:
     """The training and dev files the run's fingerprint hashes, as seq2seq.cli.data_config reads them."""
-    return {
-        name: Path(hydra.utils.to_absolute_path(str(OmegaConf.select(data, name)))) for name in CORPUS_FILES
-    }
+    corpora = [key for key, _ in corpus_entries(data)]  # "train" alone keeps the names older runs hashed
+    names = [f"{key}.{side}" for key in corpora for side in ("src", "tgt")] + list(CORPUS_FILES[2:])
+    return {name: Path(hydra.utils.to_absolute_path(str(OmegaConf.select(data, name)))) for name in names}
 
 
 def build_run_model(cfg: DictConfig, data: RunData, device: torch.device) -> nn.Module:

@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 from seq2seq.cli.data_config import prepared_corpus
 from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.collate import Batch, make_batch
+from seq2seq.data.collate import collate as collate_examples
 from seq2seq.data.pipeline import TrainingData
 from seq2seq.train import distributed
 
@@ -44,15 +45,24 @@ def load_data(
     if main:
         distributed.barrier()
     collate = partial(make_batch, pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id)
+    train = data.train
     train_batches = TokenBatchSampler(
-        data.train.src_lengths,
-        data.train.tgt_lengths,
+        train.src_lengths,
+        train.tgt_lengths,
         max_tokens,
         seed=seed,
         rank=distributed.rank(),
         world_size=distributed.world_size(),
         joint_sequence=joint_sequence,
+        composition=None if train.uniform else train.epoch_indices,
     )
+
+    def make_train_batch(indices: list[int]) -> Batch:
+        """Called as the sampler hands out the batch, so its epoch is the batch's (noise keys on it)."""
+        examples = [train.example(v, seed=seed, epoch=train_batches.epoch) for v in indices]
+        return collate_examples(examples, pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id,
+                                indices=indices)  # fmt: skip
+
     dev_sampler = TokenBatchSampler(
         data.dev.src_lengths, data.dev.tgt_lengths, max_tokens, seed=seed, shuffle=False,
         joint_sequence=joint_sequence,
@@ -60,7 +70,7 @@ def load_data(
     return RunData(
         corpus=data,
         train_batches=train_batches,
-        make_batch=lambda indices: collate(data.train, indices),
+        make_batch=make_train_batch,
         make_dev_batch=lambda indices: collate(data.dev, indices),
         dev_batches=dev_sampler.batches(0),
     )

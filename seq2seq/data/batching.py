@@ -9,13 +9,17 @@ boundaries are too: only which equal-length examples share a batch, and the orde
 batches, change from epoch to epoch. That keeps ``len()`` fixed and makes an epoch's batches a
 pure function of (seed, epoch), so an iterator restored from ``state_dict()`` continues exactly
 where the saved one stopped.
+
+With several weighted corpora (mixing.py) an epoch is a composition of the corpus that changes from
+epoch to epoch: the sampler then sorts and cuts each epoch's composition afresh (still a pure function
+of (seed, epoch)) and yields its virtual indices, which the batch maker resolves.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -42,8 +46,12 @@ class TokenBatchSampler:
         rank: int = 0,
         world_size: int = 1,
         joint_sequence: bool = False,
+        composition: Callable[[int, int], np.ndarray] | None = None,
     ) -> None:
-        """`joint_sequence`: a pair is one sequence, source then target (a decoder-only model), so a
+        """`composition(seed, epoch)`: the epoch's virtual indices (v % n is the example), when the
+        epochs of a weighted mix differ; None: every example once per epoch.
+
+        `joint_sequence`: a pair is one sequence, source then target (a decoder-only model), so a
         batch costs n * (S + T) tokens instead of n * max(S, T). Pairs are sorted as for the
         encoder-decoder, by the longer side: that wastes less padding than sorting by S + T (a batch
         of equal sums still mixes short sources with long targets, and S and T are padded apart)."""
@@ -61,11 +69,11 @@ class TokenBatchSampler:
         self.max_tokens, self.seed, self.shuffle = int(max_tokens), int(seed), bool(shuffle)
         self.rank, self.world_size = int(rank), int(world_size)
         self.joint_sequence = bool(joint_sequence)
+        self.composition = composition
         self.epoch = 0
         self.position = 0  # batches of the current epoch already handed out by this rank
-        self._cuts = _pack(
-            self._order(0), self.src_lengths, self.tgt_lengths, self.max_tokens, joint=self.joint_sequence
-        )
+        self._packed: tuple[int, np.ndarray, list[int]] | None = None  # (epoch, order, cuts), the last packed
+        self._cuts = self._packing(0)[1]  # without a composition, every epoch has these cut points
         oversized = int(self._sizes().max(initial=0))
         if oversized > self.max_tokens:
             log.warning(
@@ -76,8 +84,22 @@ class TokenBatchSampler:
 
     @property
     def n_batches_total(self) -> int:
-        """Batches per epoch over all ranks (before evening them out across ranks)."""
-        return len(self._cuts) - 1
+        """Batches of the current epoch over all ranks (before evening them out across ranks)."""
+        cuts = self._cuts if self.composition is None else self._packing(self.epoch)[1]
+        return len(cuts) - 1
+
+    def _packing(self, epoch: int) -> tuple[np.ndarray, list[int]]:
+        """The epoch's order and batch cut points (packed once per epoch of a composition)."""
+        if self.composition is None and self._packed is not None:
+            return self._order(epoch), self._packed[2]
+        if self._packed is None or self._packed[0] != epoch:
+            order = self._order(epoch)
+            examples = order % len(self.src_lengths) if len(self.src_lengths) else order
+            cuts = _pack(
+                examples, self.src_lengths, self.tgt_lengths, self.max_tokens, joint=self.joint_sequence
+            )
+            self._packed = (epoch, order, cuts)
+        return self._packed[1], self._packed[2]
 
     def __len__(self) -> int:
         """Batches per epoch on this rank."""
@@ -100,16 +122,17 @@ class TokenBatchSampler:
 
         Nothing per example is held beyond the order itself (8 bytes a pair), however large the corpus.
         """
-        total = self.n_batches_total
+        order, cuts = self._packing(epoch)
+        total = len(cuts) - 1
         if total == 0:
             return
-        order = self._order(epoch)
         batch_ids = np.arange(total)
         if self.shuffle:
             batch_ids = np.random.default_rng([self.seed, epoch, 1]).permutation(total)
-        for k in range(self.rank, len(self) * self.world_size, self.world_size):
+        steps = (total + self.world_size - 1) // self.world_size  # every rank runs as many
+        for k in range(self.rank, steps * self.world_size, self.world_size):
             chosen = int(batch_ids[k % total])
-            yield order[self._cuts[chosen] : self._cuts[chosen + 1]]
+            yield order[cuts[chosen] : cuts[chosen + 1]]
 
     def set_epoch(self, epoch: int) -> None:
         """Move to ``epoch``; setting the current epoch again keeps the position (so resume works)."""
@@ -148,13 +171,19 @@ class TokenBatchSampler:
         return np.maximum(self.src_lengths, self.tgt_lengths)
 
     def _order(self, epoch: int) -> np.ndarray:
-        """Indices sorted by (longer side, target, source length); ties broken at random when shuffling."""
+        """Indices sorted by (longer side, target, source length); ties broken at random when shuffling.
+
+        With a composition: the epoch's virtual indices, sorted by their examples' lengths."""
+        chosen = None if self.composition is None else self.composition(self.seed, epoch)
+        src, tgt = self.src_lengths, self.tgt_lengths
+        if chosen is not None and len(src):
+            src, tgt = src[chosen % len(src)], tgt[chosen % len(src)]
         if self.shuffle:
-            ties = np.random.default_rng([self.seed, epoch, 0]).random(len(self.src_lengths))
+            ties = np.random.default_rng([self.seed, epoch, 0]).random(len(src))
         else:
-            ties = np.arange(len(self.src_lengths))
-        longer = np.maximum(self.src_lengths, self.tgt_lengths)
-        return np.lexsort((ties, self.src_lengths, self.tgt_lengths, longer))
+            ties = np.arange(len(src))
+        order = np.lexsort((ties, src, tgt, np.maximum(src, tgt)))
+        return order if chosen is None else chosen[order]
 
 
 def _pack(

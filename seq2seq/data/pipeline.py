@@ -9,15 +9,19 @@ few seconds, and its memory does not grow with the corpus: filtering keeps an in
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from seq2seq.data.binarize import encoded_corpus
 from seq2seq.data.corpus import CorpusStats, FilterReport, read_parallel
 from seq2seq.data.dataset import ParallelDataset
+from seq2seq.data.mixing import CorpusSpec, MixedCorpus, noise_for
+from seq2seq.data.noise import word_starts
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.data.vocabulary import DEFAULT_TOKENIZER, TokenizerSettings, tokenizers_for
 from seq2seq.errors import UserError
@@ -31,7 +35,7 @@ class TrainingData:
 
     src_tokenizer: Tokenizer
     tgt_tokenizer: Tokenizer
-    train: ParallelDataset
+    train: MixedCorpus  # every training corpus, with weights, tags and noise
     dev: ParallelDataset
     dev_src_texts: list[str]  # normalised source of each dev pair, in dataset order
     dev_ref_texts: list[str]  # normalised reference of each dev pair, in dataset order
@@ -82,8 +86,11 @@ class FilterSettings:
 
 def prepare_training_data(
     *,
-    train_src: str | Path,
-    train_tgt: str | Path,
+    train_src: str | Path | None = None,
+    train_tgt: str | Path | None = None,
+    corpora: Sequence[CorpusSpec] = (),
+    transforms: Sequence[Any] = (),
+    transform_dev: bool = False,
     dev_src: str | Path,
     dev_tgt: str | Path,
     out_dir: str | Path | None,
@@ -103,25 +110,83 @@ def prepare_training_data(
     than ``filters.max_tokens_per_side`` tokens, or ``max_length_ratio`` times longer than the other side
     (checked once the longer side has ``min_tokens_for_ratio`` tokens: short pairs have noisy ratios).
     Dev pairs are only dropped when empty or too long. Counts are logged per reason.
+
+    ``corpora`` (instead of ``train_src``/``train_tgt``): several training corpora with weights, tags and
+    noise (mixing.py). ``transforms``: cleaning transforms run over every training corpus first (and over
+    the dev set with ``transform_dev``); the cleaned copies live in the cache (data/cleaning.py).
     """
-    _require_prepared(train_src, train_tgt, dev_src, dev_tgt)
+    specs = list(corpora) or [CorpusSpec(src=str(train_src), tgt=str(train_tgt))]
+    _require_prepared(*(path for spec in specs for path in (spec.src, spec.tgt)), dev_src, dev_tgt)
+    if transforms:
+        specs = [_cleaned(spec, transforms, cache_dir, encoding_errors, progress) for spec in specs]
+        if transform_dev:
+            dev_src, dev_tgt = _cleaned(CorpusSpec(str(dev_src), str(dev_tgt)), transforms, cache_dir,
+                                        encoding_errors, progress).pair  # fmt: skip
     src_tok, tgt_tok, paths = tokenizers_for(
-        train_src, train_tgt, out=None if out_dir is None else Path(out_dir), settings=tokenizer,
+        specs[0].src, specs[0].tgt, out=None if out_dir is None else Path(out_dir), settings=tokenizer,
         encoding_errors=encoding_errors, cache_dir=cache_dir, num_threads=num_threads,
+        more_pairs=[spec.pair for spec in specs[1:]], user_symbols=[spec.tag for spec in specs if spec.tag],
     )  # fmt: skip
     split = partial(
         _encoded_split, tokenizers=(src_tok, tgt_tok), encoding_errors=encoding_errors, cache_dir=cache_dir,
         progress=progress, workers=workers,
     )  # fmt: skip
-    train, _, train_stats = split(train_src, train_tgt, filters=filters)
+    parts = [split(spec.src, spec.tgt, filters=filters) for spec in specs]
+    train = _mixed(specs, [part[0] for part in parts], src_tok)
     dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_length_ratio=None))
     dev_src_texts, dev_ref_texts = read_parallel(dev_src, dev_tgt, encoding_errors=encoding_errors)
     return TrainingData(
         src_tokenizer=src_tok, tgt_tokenizer=tgt_tok, train=train, dev=dev,
         dev_src_texts=[dev_src_texts[i] for i in dev_keep],
         dev_ref_texts=[dev_ref_texts[i] for i in dev_keep], tokenizer_paths=paths,
-        stats={"train": train_stats.as_dict(), "dev": dev_stats.as_dict()},
+        stats={**_train_stats(specs, [part[2] for part in parts]), "dev": dev_stats.as_dict()},
     )  # fmt: skip
+
+
+def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: Tokenizer) -> MixedCorpus:
+    """The corpora as one MixedCorpus: tags as piece ids (whole pieces: the tokenizer was trained so)."""
+    starts = word_starts(tokenizer.pieces_of_vocabulary()) if any(s.noise for s in specs) else None
+    tag_ids = [None if spec.tag is None else tokenizer.piece_to_id(spec.tag) for spec in specs]
+    for spec, tag_id, dataset in zip(specs, tag_ids, datasets):
+        if tag_id == tokenizer.unk_id:
+            raise UserError(f"tag {spec.tag!r} of {spec.label} is not a piece of the tokenizer; "
+                            "retrain it (a new run) with this tag in data.train")  # fmt: skip
+        if spec.weight != 1.0 or spec.tag or spec.noise or len(specs) > 1:
+            log.info("training corpus %s: %d pairs, weight %g, tag %s, noise %s", spec.label,
+                     len(dataset), spec.weight, spec.tag, spec.noise)  # fmt: skip
+    noises = [
+        None if starts is None else noise_for(spec.noise, word_start=starts, mask_id=tokenizer.unk_id)
+        for spec in specs
+    ]
+    return MixedCorpus(datasets, weights=[s.weight for s in specs], tag_ids=tag_ids, noises=noises,
+                       names=[spec.label for spec in specs])  # fmt: skip
+
+
+def _train_stats(specs: list[CorpusSpec], stats: list[CorpusStats]) -> dict[str, dict[str, int]]:
+    """The training split's stats, all corpora together; with several, each one's too."""
+    total = CorpusStats()
+    for part in stats:
+        total.merge(part)
+    if len(specs) == 1:
+        return {"train": total.as_dict()}
+    return {"train": total.as_dict(), **{f"train[{s.label}]": p.as_dict() for s, p in zip(specs, stats)}}
+
+
+def _cleaned(
+    spec: CorpusSpec,
+    transforms: Sequence[Any],
+    cache_dir: str | Path | None,
+    encoding_errors: str,
+    progress: bool,
+) -> CorpusSpec:
+    """The corpus with its files replaced by their cleaned copies (built in the cache on a miss)."""
+    from seq2seq.data.cleaning import clean_corpus
+
+    if cache_dir is None:
+        raise UserError("data.transforms needs data.cache_dir: the cleaned corpus is written there")
+    cleaned = clean_corpus(Path(spec.src), Path(spec.tgt), transforms, cache_dir=Path(cache_dir),
+                           encoding_errors=encoding_errors, progress=progress)  # fmt: skip
+    return replace(spec, src=str(cleaned.src), tgt=str(cleaned.tgt), name=spec.label)
 
 
 def _encoded_split(

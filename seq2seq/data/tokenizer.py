@@ -54,8 +54,10 @@ class Tokenizer:
         max_sentences: int = 2_000_000,
         num_threads: int = 1,
         seed: int = 0,
+        user_symbols: Sequence[str] = (),
     ) -> Tokenizer:
-        """Train on ``texts`` and save to ``model_path`` when given.
+        """Train on ``texts`` and save to ``model_path`` when given; ``user_symbols`` (tags such as
+        ``<bt>``) become pieces of their own, never split.
 
         A corpus too small for ``vocab_size`` gets a smaller vocabulary and a warning rather than
         an error, so tiny test corpora work with the default settings.
@@ -71,7 +73,7 @@ class Tokenizer:
         try:
             model = _train_model(sentences, vocab_size=vocab_size, model_type=model_type, seed=seed,
                                  character_coverage=character_coverage, max_sentences=max_sentences,
-                                 num_threads=num_threads)  # fmt: skip
+                                 num_threads=num_threads, user_symbols=user_symbols)  # fmt: skip
         except RuntimeError as error:
             detail = str(error).strip().splitlines()[0][:200]
             raise UserError(f"sentencepiece cannot train this {model_type} model ({detail})") from None
@@ -169,7 +171,7 @@ class Tokenizer:
 
 def _train_model(
     sentences: list[str], *, vocab_size: int, model_type: str, character_coverage: float, max_sentences: int,
-    num_threads: int, seed: int,
+    num_threads: int, seed: int, user_symbols: Sequence[str] = (),
 ) -> bytes:  # fmt: skip
     """Serialized sentencepiece model with this project's special ids and no text normalisation."""
     spm.set_random_generator_seed(seed)
@@ -180,5 +182,6 @@ def _train_model(
         pad_id=Tokenizer.PAD_ID, unk_id=Tokenizer.UNK_ID, bos_id=Tokenizer.BOS_ID, eos_id=Tokenizer.EOS_ID,
         pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>", minloglevel=2,
         normalization_rule_name="identity", hard_vocab_limit=False, shuffle_input_sentence=True,
+        **({"user_defined_symbols": list(user_symbols)} if user_symbols else {}),
     )  # fmt: skip
     return writer.getvalue()

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seq2seq.data.binarize import cache_key, file_digest
+from seq2seq.data.corpus import open_corpus_file
 from seq2seq.data.sample import sample_pairs
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import UserError
@@ -48,18 +49,26 @@ def tokenizers_for(
     encoding_errors: str,
     cache_dir: str | Path | None,
     num_threads: int,
+    more_pairs: Sequence[tuple[str | Path, str | Path]] = (),
+    user_symbols: Sequence[str] = (),
 ) -> tuple[Tokenizer, Tokenizer, list[Path]]:
     """The run's tokenizer(s) if `out` has them (resume); else from the cache, or trained (and cached).
 
     Returns (source, target, model files); source is target for a joint model. With `out` the models
-    are saved there too, with a record of the settings.
+    are saved there too, with a record of the settings. `more_pairs`: further training corpora, sampled
+    with the first in proportion to their sizes; `user_symbols`: pieces the model must hold whole (the
+    corpora's tags).
     """
     options = asdict(settings)
+    if user_symbols:
+        options["user_symbols"] = sorted(set(user_symbols))
     names = ["spm.model"] if options["joint"] else ["spm.src.model", "spm.tgt.model"]
     paths = [] if out is None else [out / name for name in names]
-    digests = [file_digest(train_src), file_digest(train_tgt)]
+    pairs = [(train_src, train_tgt), *more_pairs]
+    files = [str(path) for pair in pairs for path in pair]
+    digests = [file_digest(path) for path in files]
     if paths and all(p.is_file() for p in paths):
-        _check_record(out / TOKENIZER_RECORD, options, [str(train_src), str(train_tgt)], digests)
+        _check_record(out / TOKENIZER_RECORD, options, files, digests)
         log.info("tokenizer: reusing %s", ", ".join(map(str, paths)))
         return _loaded(paths)
     key = cache_key(
@@ -72,7 +81,7 @@ def tokenizers_for(
         log.info("tokenizer: cache hit %s", ", ".join(map(str, cached)))
         models = [Tokenizer.from_file(p) for p in cached]
     else:
-        models = train_tokenizers(train_src, train_tgt, options, digests, encoding_errors, num_threads)
+        models = train_tokenizers(pairs, options, digests, encoding_errors, num_threads)
         for model, path in zip(models, cached):
             model.save(path)
     if out is None:
@@ -80,7 +89,7 @@ def tokenizers_for(
     for model, path in zip(models, paths):
         model.save(path)
     temporary = out / f"{TOKENIZER_RECORD}.{os.getpid()}.tmp"
-    trained_on = {"options": options, "train": [str(train_src), str(train_tgt)], "sha256": digests}
+    trained_on = {"options": options, "train": files, "sha256": digests}
     temporary.write_text(json.dumps(trained_on, indent=2), encoding="utf-8")
     temporary.replace(out / TOKENIZER_RECORD)
     return _loaded(paths)
@@ -112,8 +121,7 @@ def _corpus(files: Sequence[str], digests: Sequence[str]) -> str:
 
 
 def train_tokenizers(
-    train_src: str | Path,
-    train_tgt: str | Path,
+    pairs: Sequence[tuple[str | Path, str | Path]],
     options: dict,
     digests: Sequence[str],
     encoding_errors: str,
@@ -126,12 +134,11 @@ def train_tokenizers(
     draw the same pairs, and a corpus smaller than the sample is used whole, in order.
     """
     joint, size = options["joint"], options["sample_sentences"]
-    src, tgt = sample_pairs(
-        train_src, train_tgt, size=max(1, size // 2 if joint else size), seed=options["seed"],
-        encoding_errors=encoding_errors,
-    )  # fmt: skip
+    src, tgt = sample_corpora(pairs, size=max(1, size // 2 if joint else size), seed=options["seed"],
+                              encoding_errors=encoding_errors)  # fmt: skip
     settings = {key: options[key] for key in ("vocab_size", "model_type", "character_coverage", "seed")}
     settings["num_threads"] = num_threads
+    settings["user_symbols"] = tuple(options.get("user_symbols", ()))
     kind = f"{options['model_type']} model{'' if joint else 's'} of {options['vocab_size']} pieces"
     if joint:
         # The same text in the same order for en->es and es->en, so both directions get one model.
@@ -140,6 +147,29 @@ def train_tokenizers(
         return [Tokenizer.train(texts, **settings)]
     log.info("tokenizer: training separate %s on %d sentences each", kind, len(src))
     return [Tokenizer.train(src, **settings), Tokenizer.train(tgt, **settings)]
+
+
+def sample_corpora(
+    pairs: Sequence[tuple[str | Path, str | Path]], *, size: int, seed: int, encoding_errors: str
+) -> tuple[list[str], list[str]]:
+    """Up to `size` pairs drawn uniformly from the corpora together: each gives its share of the lines."""
+    if len(pairs) == 1:
+        return sample_pairs(*pairs[0], size=size, seed=seed, encoding_errors=encoding_errors)
+    lines = [count_lines(src) for src, _ in pairs]
+    total = max(sum(lines), 1)
+    src: list[str] = []
+    tgt: list[str] = []
+    for (source, target), count in zip(pairs, lines):
+        part = sample_pairs(source, target, size=max(1, round(size * count / total)), seed=seed,
+                            encoding_errors=encoding_errors)  # fmt: skip
+        src, tgt = src + part[0], tgt + part[1]
+    return src, tgt
+
+
+def count_lines(path: str | Path) -> int:
+    """Lines of a corpus file (plain or .gz), counted in blocks of bytes."""
+    with open_corpus_file(path) as handle:
+        return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
 
 
 def _loaded(paths: list[Path]) -> tuple[Tokenizer, Tokenizer, list[Path]]:

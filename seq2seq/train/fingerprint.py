@@ -7,11 +7,11 @@ with the run's and stops naming the keys that differ.
 Defining (must match on resume): the model section (except `attention_backend` and
 `checkpoint_activations`, which compute the same numbers another way); the corpus by content (sha256 of
 the training and dev files, so a moved `data.dir` still resumes), its languages, encoding, filters and
-tokenizer; loss, optim, schedule, seed; and the trainer's batch recipe (max_tokens, update_freq,
-clip_norm). Everything else may change on resume: budgets (max_updates, max_epochs, max_minutes),
-validation and decoding for it, checkpointing and the end of the run (save_every, keep_last, average_last,
-average_fraction, snapshot_every, max_snapshots, tune_decoding), logging, device, threads, precision,
-data.workers / cache_dir, run_name.
+tokenizer, cleaning transforms, and each training corpus's weight, tag and noise; loss, optim, schedule,
+seed; and the trainer's batch recipe (max_tokens, update_freq, clip_norm). Everything else may change on
+resume: budgets (max_updates, max_epochs, max_minutes), validation and decoding for it, checkpointing and
+the end of the run (save_every, keep_last, average_last, average_fraction, snapshot_every, max_snapshots,
+tune_decoding), logging, device, threads, precision, data.workers / cache_dir, run_name.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ DATA_KEYS = ("src_lang", "tgt_lang", "encoding_errors", "filter", "tokenizer")
 TRAINER_KEYS = ("max_tokens", "update_freq", "clip_norm")
 SAME_NUMBERS_MODEL_KEYS = ("attention_backend", "checkpoint_activations")
 CORPUS_FILES = ("train.src", "train.tgt", "dev.src", "dev.tgt")  # data.<split>.<side>, hashed
+MIXING_KEYS = ("weight", "tag", "noise")  # a training corpus's settings besides its files
 SHOWN_DIFFERENCES = 6
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -50,16 +51,27 @@ def _flatten(node: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
 def run_fingerprint(config: Mapping[str, Any], corpus_files: Mapping[str, Path]) -> dict[str, Any]:
     """{"sha256": ..., "settings": {dotted key: value}} of a resolved run config and its corpus files.
 
-    `corpus_files` maps the names in CORPUS_FILES to the files' absolute paths.
+    `corpus_files` maps the names in CORPUS_FILES (with several training corpora: train[0].src, ...) to
+    the files' absolute paths.
     """
     model = {k: v for k, v in config["model"].items() if k not in SAME_NUMBERS_MODEL_KEYS}
+    data = {key: config["data"].get(key) for key in DATA_KEYS}
+    for key in ("transforms", "transform_splits"):  # set only when used: older runs' keys stay the same
+        if config["data"].get(key):
+            data[key] = config["data"][key]
+    train = config["data"].get("train")
+    extra = config["data"].get("extra_train") or []
+    corpora = [*(train if isinstance(train, list) else [train or {}]), *extra]
+    mixing = [{k: v for k, v in corpus.items() if k in MIXING_KEYS and v is not None} for corpus in corpora]
+    if any(mixing) or len(corpora) > 1:
+        data["train_mixing"] = mixing
     chosen = {
         **{section: config[section] for section in SECTIONS if section != "model"},
         "model": model,
-        "data": {key: config["data"].get(key) for key in DATA_KEYS},
+        "data": data,
         "trainer": {key: config["trainer"][key] for key in TRAINER_KEYS},
     }
-    return settings_fingerprint(chosen, {f"data.{name}": corpus_files[name] for name in CORPUS_FILES})
+    return settings_fingerprint(chosen, {f"data.{name}": path for name, path in corpus_files.items()})
 
 
 def settings_fingerprint(chosen: Mapping[str, Any], files: Mapping[str, Path]) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def test_second_run_reuses_tokenizer_and_encodings(corpus, tmp_path, caplog):
     assert "tokenizer: cache hit" in caplog.text and "training" not in caplog.text
     for data in (resumed, fresh_run):
         assert data.src_tokenizer == first.src_tokenizer
-        assert np.array_equal(data.train.src_ids, first.train.src_ids)
+        assert np.array_equal(data.train.parts[0].src_ids, first.train.parts[0].src_ids)
 
 
 def test_changed_corpus_misses_the_cache(corpus, tmp_path, caplog):

@@ -208,7 +208,7 @@ def test_prepare_smoke_at_20k_pairs(tmp_path):
     stats = data.stats["train"]
     assert stats["pairs"] == 20_000 and 0 < len(data.train) <= 20_000 - stats["empty_pairs"]
     assert (data.train.src_lengths > 1).all() and (data.train.tgt_lengths > 1).all()  # no empty side left
-    assert isinstance(data.train.src_ids, np.memmap) and data.train.rows is not None
+    assert isinstance(data.train.parts[0].src_ids, np.memmap) and data.train.parts[0].rows is not None
     first = time.perf_counter() - start
     again = prepare_training_data(
         train_src=src, train_tgt=tgt, dev_src=dev_src, dev_tgt=dev_tgt, out_dir=tmp_path / "run",

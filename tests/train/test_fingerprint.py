@@ -85,3 +85,36 @@ def test_keys_a_checkpoint_predates_are_not_differences(tmp_path: Path) -> None:
     assert differences(older, current) == []
     check_same_run(Path("last.pt"), older, current)
     check_same_run(Path("last.pt"), None, current)  # no fingerprint at all: a warning, not an error
+
+
+def test_extra_corpora_and_transforms_define_the_run(tmp_path: Path) -> None:
+    files = corpus(tmp_path / "corpus")
+    synthetic = tmp_path / "bt.en"
+    synthetic.write_text("a dog\n", encoding="utf-8")
+    plain = run_fingerprint(CONFIG, files)
+    assert not any(key.startswith(("data.train_mixing", "data.transforms")) for key in plain["settings"])
+    bt = {"src": str(synthetic), "tgt": str(synthetic), "tag": "<bt>", "weight": 1.0, "noise": None}
+    mixed = changed("data.extra_train", [bt])
+    with_bt = run_fingerprint(
+        mixed, {**files, "extra_train[0].src": synthetic, "extra_train[0].tgt": synthetic}
+    )
+    assert "data.extra_train[0].src.sha256" in with_bt["settings"] and with_bt["sha256"] != plain["sha256"]
+    heavier = changed("data.extra_train", [{**bt, "weight": 2.0}])
+    reweighted = run_fingerprint(heavier, {**files, "extra_train[0].src": synthetic,
+                                           "extra_train[0].tgt": synthetic})  # fmt: skip
+    (line,) = differences(with_bt, reweighted)
+    assert line.startswith("data.train_mixing: [{}, {") and line.endswith('"weight": 2.0}]')
+    cleaning = [{"_target_": "seq2seq.data.transforms.DropLengthRatio", "max_ratio": 2.5}]
+    cleaned, stricter = (
+        changed("data.transforms", cleaning),
+        changed("data.transforms", [{**cleaning[0], "max_ratio": 2.0}]),
+    )
+    assert differences(run_fingerprint(cleaned, files), run_fingerprint(stricter, files)) == [
+        "data.transforms: " + _json(cleaning) + " → " + _json([{**cleaning[0], "max_ratio": 2.0}])
+    ]
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
