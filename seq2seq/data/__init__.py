@@ -10,6 +10,8 @@ vocabulary.py    the sentencepiece model(s) of a corpus: reused from a run, from
 token_arrays.py  an encoded corpus on disk: flat .npy arrays written chunk by chunk, mapped read-only
 binarize.py      parallel, chunked encoding into the cache, keyed by content hashes, built atomically
 dataset.py       ParallelDataset: encoded pairs (mapped arrays + a row index), every sequence ending in eos
+mixing.py        several training corpora as one: weights (epoch compositions), source tags
+noise.py         seeded word-level source noise (drop, mask, local shuffle) applied as batches are made
 batching.py      TokenBatchSampler: token-budget, length-sorted, resumable, sharded batches
 collate.py       Batch and collate/make_batch: padded (src, tgt_in, tgt_out) tensors
 pipeline.py      prepare_training_data: everything training needs, from corpus files
