@@ -115,8 +115,9 @@ def test_language_filter_drops_pairs_with_a_side_in_another_language(language_fi
             "Ich möchte bitte eine Tasse Kaffee bestellen, danke.",
         ),
         ("Thank you very much.", "Danke sehr."),  # both sides too short to judge
+        ("1234567890 1234567890 12345", "!!!!!!!!!!!!!!!!!!!!!!!!!!!"),  # no language at all: not judged
     ]
-    assert language_filter(pairs) == [pairs[0], None, None, pairs[3]]
+    assert language_filter(pairs) == [pairs[0], None, None, pairs[3], pairs[4]]
 
 
 def test_language_filter_settings_and_codes(language_filter: LanguageFilter) -> None:
