@@ -22,10 +22,11 @@ corpus, and how much labelled noise they remove from a deliberately noisy copy o
 The score filter's threshold (`min_score`) is the one thing tuned, and it is tuned on the even-numbered
 lines of the noisy copy only: the highest threshold whose clean loss there (rules included) stays within
 `--clean-budget`. The table reports the odd-numbered lines (held out) and all lines. Every scorer is
-tuned and reported: the forward model alone, and with a reverse model (dual conditional cross-entropy)
-when there is one. The model of runs/families/encoder_decoder trained on every clean pair of this corpus
-(which flatters the clean pairs); the low-resource models (runs/low_resource/, 25% of the pairs) saw a
-quarter of them, and the table also splits their clean loss by seen and unseen pairs.
+tuned and reported: each model with each method (seq2seq.decode.pair_filter: conditional, contrastive),
+alone and with the reverse model when there is one. The model of runs/families/encoder_decoder trained
+on every clean pair of this corpus (which flatters the clean pairs); the low-resource models
+(runs/low_resource/, 25% of the pairs) saw a quarter of them, and the table also splits the clean loss
+by pairs they saw and pairs they did not. Part (a) uses the first of PREFERENCE that exists.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ from seq2seq.data.transforms import (
     Transform,
     UnicodeNormalize,
 )
-from seq2seq.decode.pair_filter import TranslationScoreFilter, dual_score
+from seq2seq.decode.pair_filter import METHODS, TranslationScoreFilter, combined
 
 KINDS = ("duplicate", "copied", "wrong_language", "misaligned")
 CLEAN, NATURAL = "clean", "natural_duplicate"
@@ -148,7 +149,8 @@ def run_rules(
 
 def cached_scores(scorer: TranslationScoreFilter, pairs: list[Pair], work: Path, tag: str) -> np.ndarray:
     """scorer.scores(pairs), kept in `work` under a name of the models and the pairs (reruns are free)."""
-    digest = hashlib.sha256(json.dumps([scorer.settings(), pairs]).encode()).hexdigest()[:16]
+    settings = {key: value for key, value in scorer.settings().items() if key != "min_score"}
+    digest = hashlib.sha256(json.dumps([settings, pairs]).encode()).hexdigest()[:16]
     path = work / f"scores-{tag}-{digest}.npy"
     if path.exists():
         return np.load(path)
@@ -185,31 +187,40 @@ def outcome(labels: np.ndarray, removed: np.ndarray, lines: np.ndarray) -> dict[
     return result
 
 
-def dual(forward: np.ndarray, backward: np.ndarray) -> np.ndarray:
-    """seq2seq.decode.pair_filter.dual_score of each pair's two directions."""
-    return np.array([dual_score(f, b) for f, b in zip(forward.tolist(), backward.tolist())])
-
-
 def scorer_variants(args: argparse.Namespace, pairs: list[Pair], work: Path) -> dict[str, dict[str, Any]]:
-    """Per scorer: its checkpoints and its scores of `pairs` (forward alone, or dual with a reverse model)."""
+    """Per scorer (model, method, with or without the reverse model): its settings and its scores of `pairs`,
+    composed from each model's conditional log-probabilities with and without the source as the filter
+    composes them (seq2seq.decode.pair_filter.combined); each part is computed once and cached."""
     variants: dict[str, dict[str, Any]] = {}
-    swapped = [(t, s) for s, t in pairs]
+    sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
     for label, forward, reverse in (("low-resource", args.low_resource, args.low_resource_reverse),
                                     ("full-data", args.checkpoint, None)):  # fmt: skip
-        forward = first_existing(forward)
+        forward, reverse = first_existing(forward), first_existing(reverse)
         if forward is None:
             continue
-        f = cached_scores(TranslationScoreFilter(checkpoint=str(forward)), pairs, work, "forward")
-        variants[f"{label} forward"] = {"checkpoint": str(forward), "reverse": None, "scores": f}
-        reverse = first_existing(reverse)
+        parts = {"forward": direction_parts(forward, sources, targets, work, "forward")}
         if reverse is not None:
-            b = cached_scores(TranslationScoreFilter(checkpoint=str(reverse)), swapped, work, "reverse")
-            variants[f"{label} dual"] = {
-                "checkpoint": str(forward),
-                "reverse": str(reverse),
-                "scores": dual(f, b),
-            }
+            parts["reverse"] = direction_parts(reverse, targets, sources, work, "reverse")
+        for method in METHODS:
+            scores = parts["forward"][method]
+            variants[f"{label} {method}"] = {"checkpoint": str(forward), "reverse": None, "method": method,
+                                             "scores": scores}  # fmt: skip
+            if reverse is not None:
+                both = np.array([combined(f, b, method) for f, b in zip(scores, parts["reverse"][method])])
+                variants[f"{label} {method} + reverse"] = {
+                    "checkpoint": str(forward), "reverse": str(reverse), "method": method, "scores": both
+                }  # fmt: skip
     return variants
+
+
+def direction_parts(
+    checkpoint: Path, sources: list[str], targets: list[str], work: Path, tag: str
+) -> dict[str, np.ndarray]:
+    """One model's conditional scores of the pairs, and their contrast with an empty source."""
+    scorer = TranslationScoreFilter(checkpoint=str(checkpoint), method="conditional")
+    conditional = cached_scores(scorer, list(zip(sources, targets)), work, tag)
+    unconditional = cached_scores(scorer, [("", t) for t in targets], work, f"{tag}-empty-source")
+    return {"conditional": conditional, "contrastive": conditional - unconditional}
 
 
 def first_existing(candidates: list[str] | None) -> Path | None:
@@ -361,6 +372,11 @@ def print_tables(results: dict[str, Any]) -> None:
                   f"{split['unseen']['share']:.2%} of {split['unseen']['lines']:,}")  # fmt: skip
 
 
+# The scorer part (a) uses: the fairest model (not trained on most of these pairs) and the best method
+# on the noisy copy, when it exists.
+PREFERENCE = ("low-resource contrastive + reverse", "low-resource contrastive", "full-data contrastive")
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -405,7 +421,7 @@ def main() -> None:
         results["noisy"] = noisy_experiment(args, list(zip(sources, targets)), work)
         scorers = results["noisy"]["scorers"]
         primary = None
-        for preference in ("low-resource dual", "low-resource forward", "full-data forward"):
+        for preference in PREFERENCE:
             if preference in scorers:
                 primary = {**scorers[preference], "name": preference}
                 break

@@ -1,16 +1,23 @@
 """A cleaning transform that asks a trained translation model whether a pair's target translates its source.
 
 Misaligned pairs (a target that belongs to another sentence) look like clean text on both sides, so no
-rule catches them; a model does: it gives such a target a low probability. The score of a pair is the
-length-normalised log-probability of the target given the source, by teacher forcing (one forward pass
-of a batch): the mean over its tokens and the final eos, in nats, so 0 is certain and -2 means e^-2 per
-token on average. With a reverse-direction model too, the score is "dual conditional cross-entropy"
-(Junczys-Dowmunt, 2018): the mean of both directions' scores minus their difference, so a pair must be
-likely both ways and the two must agree.
+rule catches them; a model does: it gives such a target a low probability. Scores are length-normalised
+log-probabilities by teacher forcing (one forward pass per batch): the mean over the target's tokens and
+its final eos, in nats. Two methods:
+
+  conditional   log p(target | source): 0 is certain, -2 means e^-2 per token on average. With a reverse
+                model, "dual conditional cross-entropy" (Junczys-Dowmunt, 2018): the mean of both
+                directions' scores minus their difference, so a pair must be likely both ways, alike.
+  contrastive   log p(target | source) - log p(target | empty source): how much the source helps the
+                model predict the target. A hard but correct target (rare names, a long verse) has a low
+                probability, but a far lower one without its source, so its contrast stays high; a
+                fluent target of another sentence gains nothing from this source. With a reverse model,
+                the mean of the two directions' contrasts (their scales differ, so dual's difference
+                term would punish clean pairs). It costs a second decoder pass per direction.
 
 It lives in decode/ (not data/ with the other transforms) because it needs a model; seq2seq.data never
 imports seq2seq.decode. Configure it like the others in `data.transforms`:
-`{_target_: seq2seq.decode.pair_filter.TranslationScoreFilter, checkpoint: runs/x/best.pt, min_score: -4}`.
+`{_target_: seq2seq.decode.pair_filter.TranslationScoreFilter, checkpoint: runs/x/best.pt, min_score: 0.5}`.
 """
 
 from __future__ import annotations
@@ -64,35 +71,46 @@ def dual_score(forward: float, backward: float) -> float:
     return (forward + backward) / 2 - abs(forward - backward)
 
 
+METHODS = ("conditional", "contrastive")
+
+
+def combined(forward: float, backward: float, method: str) -> float:
+    """Both directions' scores as one: dual for conditional, the mean for contrastive (module docstring)."""
+    return dual_score(forward, backward) if method == "conditional" else (forward + backward) / 2
+
+
 class TranslationScoreFilter(Transform):
     """Remove pairs whose score (module docstring) is below `min_score`.
 
     `checkpoint`: a source->target translation model (seq2seq-train's best.pt or averaged.pt);
-    `reverse_checkpoint`: optionally a target->source one, for the dual score. Both are loaded on first
-    use. `max_tokens`: the batch budget (sentences x longest side). A side longer than the model's
-    positions is scored on its first tokens.
+    `reverse_checkpoint`: optionally a target->source one as well. Both are loaded on first use.
+    `method`: "contrastive" or "conditional". `max_tokens`: the batch budget (sentences x longest side).
+    A side longer than the model's positions is scored on its first tokens.
     """
 
     name = "TranslationScore"
 
     def __init__(
-        self, *, checkpoint: str, min_score: float = -3.0, reverse_checkpoint: str | None = None,
-        device: str = "cpu", max_tokens: int = 4096,
+        self, *, checkpoint: str, min_score: float = 0.5, method: str = "contrastive",
+        reverse_checkpoint: str | None = None, device: str = "cpu", max_tokens: int = 4096,
     ) -> None:  # fmt: skip
+        if method not in METHODS:
+            raise UserError(f"TranslationScoreFilter method={method!r} is not one of {', '.join(METHODS)}")
         self.paths = [Path(p) for p in (checkpoint, reverse_checkpoint) if p is not None]
         for path in self.paths:
             if not path.is_file():
                 raise UserError(
                     f"TranslationScoreFilter: {path} is not a file; pass a checkpoint of seq2seq-train"
                 )
-        self.min_score, self.device, self.max_tokens = float(min_score), torch.device(device), max_tokens
+        self.min_score, self.method = float(min_score), method
+        self.device, self.max_tokens = torch.device(device), max_tokens
         self._models: list[LoadedModel] = []
 
     def settings(self) -> dict[str, Any]:
-        """The models by content (a moved file is the same model), and the threshold."""
+        """The models by content (a moved file is the same model), the method and the threshold."""
         digests = [file_digest(path) for path in self.paths]
         return {"checkpoint_sha256": digests[0], "reverse_sha256": digests[1] if len(digests) > 1 else None,
-                "min_score": self.min_score}  # fmt: skip
+                "method": self.method, "min_score": self.min_score}  # fmt: skip
 
     def models(self) -> list[LoadedModel]:
         """The forward model, then the reverse one if any: loaded once."""
@@ -102,9 +120,7 @@ class TranslationScoreFilter(Transform):
                 log.info("TranslationScoreFilter: scoring with %s (step %d)", path, loaded.step)
         return self._models
 
-    def direction_scores(
-        self, loaded: LoadedModel, sources: Sequence[str], targets: Sequence[str]
-    ) -> list[float]:
+    def log_probs(self, loaded: LoadedModel, sources: Sequence[str], targets: Sequence[str]) -> list[float]:
         """Mean log-probability of each target given its source under one model."""
         limit = int(loaded.model.config.get("max_positions", 1024))
         joint = getattr(loaded.model, "family", "") == "decoder_only"  # source and target share positions
@@ -117,15 +133,25 @@ class TranslationScoreFilter(Transform):
         return mean_log_probs(loaded.model, src_ids, tgt_ids, bos_id=ids.bos_id, pad_id=ids.pad_id,
                               device=self.device, max_tokens=self.max_tokens)  # fmt: skip
 
+    def direction_scores(
+        self, loaded: LoadedModel, sources: Sequence[str], targets: Sequence[str]
+    ) -> list[float]:
+        """One model's score of each pair: conditional, or its contrast with an empty source."""
+        conditional = self.log_probs(loaded, sources, targets)
+        if self.method == "conditional":
+            return conditional
+        unconditional = self.log_probs(loaded, [""] * len(targets), targets)
+        return [c - u for c, u in zip(conditional, unconditional)]
+
     def scores(self, pairs: Sequence[Pair]) -> list[float]:
-        """The score of each pair: forward, or dual with a reverse model."""
+        """The score of each pair: the forward model's, or both directions' combined."""
         sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
         models = self.models()
         forward = self.direction_scores(models[0], sources, targets)
         if len(models) == 1:
             return forward
         backward = self.direction_scores(models[1], targets, sources)
-        return [dual_score(f, b) for f, b in zip(forward, backward)]
+        return [combined(f, b, self.method) for f, b in zip(forward, backward)]
 
     def __call__(self, pairs: Sequence[Pair]) -> Result:
         if not pairs:

@@ -1,5 +1,6 @@
-"""TranslationScoreFilter: its score is the teacher-forced mean log-probability the model itself gives,
-computed pair by pair here; the threshold drops exactly the pairs below it."""
+"""TranslationScoreFilter: its scores are the teacher-forced mean log-probabilities the model itself gives,
+computed pair by pair here (with the source, and with an empty one for the contrast); the threshold
+drops exactly the pairs below it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokeni
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.data.transforms import check_transform
-from seq2seq.decode.pair_filter import TranslationScoreFilter, dual_score
+from seq2seq.decode.pair_filter import TranslationScoreFilter, combined, dual_score
 from seq2seq.errors import UserError
 
 
@@ -38,7 +39,7 @@ def checkpoints(tokenizer: Tokenizer, tmp_path_factory: pytest.TempPathFactory) 
 PAIRS = list(zip(sentences(7, seed=1), sentences(7, seed=2))) + [("in the beginning", "")]
 
 
-def reference_score(checkpoint: Path, tokenizer: Tokenizer, source: str, target: str, *, seed: int) -> float:
+def reference_score(tokenizer: Tokenizer, source: str, target: str, *, seed: int) -> float:
     """The mean log-probability of target + eos given source, one unpadded sentence, from the model alone."""
     model = tiny_model(tokenizer.vocab_size, seed=seed)
     src = torch.tensor([tokenizer.encode(source) + [tokenizer.eos_id]])
@@ -49,13 +50,25 @@ def reference_score(checkpoint: Path, tokenizer: Tokenizer, source: str, target:
     return float(log_probs.mean())
 
 
-def test_the_score_is_the_teacher_forced_mean_log_probability(
+def test_the_conditional_score_is_the_teacher_forced_mean_log_probability(
+    checkpoints: dict[str, Path], tokenizer: Tokenizer
+) -> None:
+    scorer = TranslationScoreFilter(
+        checkpoint=str(checkpoints["forward"]), method="conditional", max_tokens=40
+    )
+    expected = [reference_score(tokenizer, s, t, seed=0) for s, t in PAIRS]
+    assert scorer.scores(PAIRS) == pytest.approx(expected, abs=1e-5)
+    assert all(score < 0 for score in expected)
+
+
+def test_the_contrastive_score_subtracts_the_empty_source_score(
     checkpoints: dict[str, Path], tokenizer: Tokenizer
 ) -> None:
     scores = TranslationScoreFilter(checkpoint=str(checkpoints["forward"]), max_tokens=40).scores(PAIRS)
-    expected = [reference_score(checkpoints["forward"], tokenizer, s, t, seed=0) for s, t in PAIRS]
+    expected = [
+        reference_score(tokenizer, s, t, seed=0) - reference_score(tokenizer, "", t, seed=0) for s, t in PAIRS
+    ]
     assert scores == pytest.approx(expected, abs=1e-5)
-    assert all(score < 0 for score in scores)
 
 
 def test_the_threshold_drops_exactly_the_pairs_below_it(checkpoints: dict[str, Path]) -> None:
@@ -66,22 +79,29 @@ def test_the_threshold_drops_exactly_the_pairs_below_it(checkpoints: dict[str, P
     assert kept.count(None) == 3
 
 
-def test_a_reverse_model_gives_the_dual_score(checkpoints: dict[str, Path], tokenizer: Tokenizer) -> None:
-    both = TranslationScoreFilter(
-        checkpoint=str(checkpoints["forward"]), reverse_checkpoint=str(checkpoints["reverse"])
-    )
-    expected = [
-        dual_score(reference_score(checkpoints["forward"], tokenizer, s, t, seed=0),
-                   reference_score(checkpoints["reverse"], tokenizer, t, s, seed=1))
-        for s, t in PAIRS[:3]
-    ]  # fmt: skip
-    assert both.scores(PAIRS[:3]) == pytest.approx(expected, abs=1e-5)
+@pytest.mark.parametrize("method", ["conditional", "contrastive"])
+def test_a_reverse_model_adds_the_other_direction(
+    checkpoints: dict[str, Path], tokenizer: Tokenizer, method: str
+) -> None:
+    forward_path, reverse_path = str(checkpoints["forward"]), str(checkpoints["reverse"])
+    both = TranslationScoreFilter(checkpoint=forward_path, reverse_checkpoint=reverse_path, method=method)
+
+    def by_hand(source: str, target: str) -> float:
+        forward = reference_score(tokenizer, source, target, seed=0)
+        backward = reference_score(tokenizer, target, source, seed=1)
+        if method == "contrastive":
+            forward -= reference_score(tokenizer, "", target, seed=0)
+            backward -= reference_score(tokenizer, "", source, seed=1)
+        return dual_score(forward, backward) if method == "conditional" else (forward + backward) / 2
+
+    assert both.scores(PAIRS[:3]) == pytest.approx([by_hand(s, t) for s, t in PAIRS[:3]], abs=1e-5)
 
 
 def test_dual_score_rewards_agreement() -> None:
     assert dual_score(-1.0, -1.0) == -1.0
     assert dual_score(-1.0, -3.0) == -4.0 == dual_score(-3.0, -1.0)
     assert math.isclose(dual_score(-0.5, -0.7), -0.8)
+    assert combined(-1.0, -3.0, "contrastive") == -2.0 and combined(-1.0, -3.0, "conditional") == -4.0
 
 
 def test_settings_follow_the_models_content(checkpoints: dict[str, Path], tmp_path: Path) -> None:
@@ -95,6 +115,10 @@ def test_settings_follow_the_models_content(checkpoints: dict[str, Path], tmp_pa
     assert original([]) == []
 
 
-def test_a_missing_checkpoint_is_one_line(tmp_path: Path) -> None:
+def test_a_missing_checkpoint_or_unknown_method_is_one_line(
+    checkpoints: dict[str, Path], tmp_path: Path
+) -> None:
     with pytest.raises(UserError, match=r"missing\.pt is not a file"):
         TranslationScoreFilter(checkpoint=str(tmp_path / "missing.pt"))
+    with pytest.raises(UserError, match="method='pmi' is not one of conditional, contrastive"):
+        TranslationScoreFilter(checkpoint=str(checkpoints["forward"]), method="pmi")
