@@ -12,7 +12,12 @@ where the saved one stopped.
 
 With several weighted corpora (mixing.py) an epoch is a composition of the corpus that changes from
 epoch to epoch: the sampler then sorts and cuts each epoch's composition afresh (still a pure function
-of (seed, epoch)) and yields its virtual indices, which the batch maker resolves.
+of (seed, epoch)) and yields its virtual indices, which the batch maker resolves. An upsampled pair
+(weight 3: three copies) would otherwise sort next to its own copies, which have its lengths, and fill
+a batch with repeats: a third of every batch, for the parallel data of a back-translation mix. So the
+composition is split into rounds, as many as the most copies of one pair; the copies of a pair go to
+different rounds and every other example to a random one, each round is sorted and cut on its own, and
+the batches of all rounds are shuffled together. No batch holds a pair twice.
 """
 
 from __future__ import annotations
@@ -91,13 +96,14 @@ class TokenBatchSampler:
     def _packing(self, epoch: int) -> tuple[np.ndarray, list[int]]:
         """The epoch's order and batch cut points (packed once per epoch of a composition)."""
         if self.composition is None and self._packed is not None:
-            return self._order(epoch), self._packed[2]
+            return self._order_and_rounds(epoch)[0], self._packed[2]
         if self._packed is None or self._packed[0] != epoch:
-            order = self._order(epoch)
+            order, round_starts = self._order_and_rounds(epoch)
             examples = order % len(self.src_lengths) if len(self.src_lengths) else order
             cuts = _pack(
-                examples, self.src_lengths, self.tgt_lengths, self.max_tokens, joint=self.joint_sequence
-            )
+                examples, self.src_lengths, self.tgt_lengths, self.max_tokens,
+                joint=self.joint_sequence, starts=round_starts,
+            )  # fmt: skip
             self._packed = (epoch, order, cuts)
         return self._packed[1], self._packed[2]
 
@@ -170,20 +176,41 @@ class TokenBatchSampler:
             return self.src_lengths.astype(np.int64) + self.tgt_lengths
         return np.maximum(self.src_lengths, self.tgt_lengths)
 
-    def _order(self, epoch: int) -> np.ndarray:
-        """Indices sorted by (longer side, target, source length); ties broken at random when shuffling.
+    def _order_and_rounds(self, epoch: int) -> tuple[np.ndarray, list[int]]:
+        """Indices sorted by (longer side, target, source length); ties broken at random when shuffling;
+        and the positions in that order where a round begins (a batch never spans two).
 
-        With a composition: the epoch's virtual indices, sorted by their examples' lengths."""
+        With a composition: the epoch's virtual indices, sorted by round, then by their examples' lengths
+        (module docstring)."""
         chosen = None if self.composition is None else self.composition(self.seed, epoch)
         src, tgt = self.src_lengths, self.tgt_lengths
+        rounds = np.zeros(0, dtype=np.int64)
         if chosen is not None and len(src):
             src, tgt = src[chosen % len(src)], tgt[chosen % len(src)]
+            rounds = _rounds(chosen, len(self.src_lengths), self.seed, epoch)
         if self.shuffle:
             ties = np.random.default_rng([self.seed, epoch, 0]).random(len(src))
         else:
             ties = np.arange(len(src))
-        order = np.lexsort((ties, src, tgt, np.maximum(src, tgt)))
-        return order if chosen is None else chosen[order]
+        if len(rounds) and rounds.any():
+            order = np.lexsort((ties, src, tgt, np.maximum(src, tgt), rounds))
+            sorted_rounds = rounds[order]
+            starts = (np.flatnonzero(sorted_rounds[1:] != sorted_rounds[:-1]) + 1).tolist()
+        else:
+            order, starts = np.lexsort((ties, src, tgt, np.maximum(src, tgt))), []
+        return (order if chosen is None else chosen[order]), starts
+
+
+def _rounds(chosen: np.ndarray, n_examples: int, seed: int, epoch: int) -> np.ndarray:
+    """The round of each of an epoch's virtual indices (v = copy * n + i): copy c of pair i goes to
+    round (c + offset_i) mod R, R being the most copies of one pair and offset_i a random draw per pair,
+    so a pair's copies are in different rounds and single examples spread evenly over them."""
+    copies = chosen // n_examples
+    count = int(copies.max(initial=0)) + 1
+    if count == 1:
+        return np.zeros(len(chosen), dtype=np.int64)
+    offsets = np.random.default_rng([seed, epoch, 3]).integers(count, size=n_examples)
+    return (copies + offsets[chosen % n_examples]) % count
 
 
 def _pack(
@@ -193,16 +220,19 @@ def _pack(
     max_tokens: int,
     *,
     joint: bool = False,
+    starts: list[int] | None = None,
 ) -> list[int]:
     """Greedy cut points (into ``order``) so each batch's n * max(S, T) (``joint``: n * (S + T)) stays
-    within max_tokens, S and T being the batch's longest source and target."""
+    within max_tokens, S and T being the batch's longest source and target; a batch also begins at each
+    position in ``starts``."""
     sources, targets = src_lengths[order].tolist(), tgt_lengths[order].tolist()
+    forced = set(starts or ())
     cuts = [0]
     size = widest_src = widest_tgt = 0
     for k, (src, tgt) in enumerate(zip(sources, targets)):
         wider_src, wider_tgt = max(widest_src, src), max(widest_tgt, tgt)
         width = wider_src + wider_tgt if joint else max(wider_src, wider_tgt)
-        if size and (size + 1) * width > max_tokens:
+        if size and ((size + 1) * width > max_tokens or k in forced):
             cuts.append(k)
             size, wider_src, wider_tgt = 0, src, tgt
         size, widest_src, widest_tgt = size + 1, wider_src, wider_tgt

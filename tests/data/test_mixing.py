@@ -46,6 +46,21 @@ def test_an_epoch_draws_each_corpus_by_its_weight(weights):
             assert set(seen) <= {int(weight), int(weight) + 1}
 
 
+@pytest.mark.parametrize("weights", [(1.0, 0.5, 3.0), (2.0, 0.25, 1.5)])
+def test_no_batch_holds_a_pair_twice(weights):
+    """Every example here has the same lengths, as a pair's upsampled copies do: sorting by length alone
+    would put copies side by side; the sampler's rounds keep them in different batches."""
+    mix = _mix(weights)
+    sampler = TokenBatchSampler(mix.src_lengths, mix.tgt_lengths, max_tokens=64, seed=5,
+                                composition=mix.epoch_indices)  # fmt: skip
+    for epoch in range(3):
+        batches = sampler.batches(epoch)
+        assert max(len(batch) for batch in batches) >= 10  # batches big enough to hold repeats
+        for batch in batches:
+            pairs = [v % len(mix) for v in batch]
+            assert len(pairs) == len(set(pairs)), f"epoch {epoch}: a pair twice in {sorted(pairs)}"
+
+
 def test_fractional_draws_change_from_epoch_to_epoch_and_follow_the_seed():
     mix = _mix((1.0, 0.5, 1.0))
     halves = [set(mix.epoch_indices(1, epoch).tolist()) for epoch in range(3)]
