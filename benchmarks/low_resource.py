@@ -7,7 +7,8 @@ Spanish side of the other 75% becomes monolingual text (its English is withheld)
 
 The experiment itself (docs/back-translation.md has the table and every command) trains (a) en->es on
 the 25% alone, (b) es->en on the 25%, back-translates the monolingual Spanish with it and trains en->es
-on the 25% plus the tagged back-translations, and compares both with (c), the full corpus.
+on the 25% plus the tagged back-translations, (b') the same with the real pairs upsampled 3x
+(data.train.weight=3), and compares them with (c), the full corpus.
 """
 
 from __future__ import annotations
