@@ -31,7 +31,7 @@ How each command is checked (RULES below)
     not run               `bash scripts/quickstart.sh`: 30 minutes on the Bible corpus. .ci/run runs it
                           before the suite with MINUTES=2 and a tiny model (its smoke run); here
                           `bash -n` checks that it parses.
-                          `.venv/bin/python -m pytest -q`: this suite. It must be the command .ci/run
+                          `.venv/bin/python -m pytest -q -n 2`: this suite. It must be the command .ci/run
                           ends with (`bash .ci/run`, shown inline, is checked the same way).
                           `pip install -e '.[extras]'`: the environment already has what .ci/run
                           installs; every extra named must exist in pyproject.toml.
