@@ -22,6 +22,7 @@ import importlib.metadata
 import json
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,19 +35,22 @@ Result = list[Pair | None]
 CLEAN_EXTRA = "pip install 'seq2seq[clean]'"
 
 
-class Transform:
-    """The base of the transforms here (and of seq2seq.decode.pair_filter's): stateless by default."""
+class Transform(ABC):
+    """The interface of the transforms here (and of seq2seq.decode.pair_filter's): a subclass must say
+    its settings and what it does to a chunk of pairs; it is stateless unless it overrides `reset`."""
 
     name: str = "Transform"
 
+    @abstractmethod
     def settings(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """A JSON dict of everything that changes the output (it keys the cleaned corpus's cache)."""
 
-    def reset(self) -> None:
+    def reset(self) -> None:  # noqa: B027 - a default, not an abstract method: stateless transforms keep it
         """Stateless transforms have nothing to forget."""
 
+    @abstractmethod
     def __call__(self, pairs: Sequence[Pair]) -> Result:
-        raise NotImplementedError
+        """Per pair: None (removed), the pair itself (kept) or a new pair (changed)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({json.dumps(self.settings(), sort_keys=True)})"

@@ -178,5 +178,15 @@ def test_check_transform_rejects_what_is_not_one() -> None:
         def settings(self) -> dict:
             return {"path": object()}
 
+        def __call__(self, pairs):
+            return list(pairs)
+
     with pytest.raises(UserError, match="settings\\(\\) is not JSON"):
         check_transform(Unjsonable())
+
+    class NoCall(Transform):  # what a transform must do is abstract: it cannot be built without it
+        def settings(self) -> dict:
+            return {}
+
+    with pytest.raises(TypeError, match="abstract method __call__"):
+        NoCall()
