@@ -146,7 +146,7 @@ class TokenBatchSampler:
             self.epoch, self.position = int(epoch), 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {
+        state = {
             "epoch": self.epoch,
             "position": self.position,
             "n_examples": len(self.src_lengths),
@@ -154,15 +154,21 @@ class TokenBatchSampler:
             "seed": self.seed,
             "world_size": self.world_size,
         }
+        if self.composition is not None:
+            # how a composition's epochs are packed: a state saved by a sampler that packed them otherwise
+            # (before rounds) must not resume mid-epoch, since its batches differ
+            state["packing"] = "rounds"
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore epoch and position; if the data or batch settings changed, restart that epoch."""
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
-        saved = (state.get("n_examples"), state.get("n_batches"), state.get("seed"), state.get("world_size"))
-        current = (len(self.src_lengths), self.n_batches_total, self.seed, self.world_size)
+        keys = ("n_examples", "n_batches", "seed", "world_size", "packing")
+        saved = tuple(state.get(key) for key in keys)
+        current = tuple(self.state_dict().get(key) for key in keys)
         if saved != current:
             log.warning(
-                "batch sampler state was saved for (examples, batches, seed, ranks)=%s, not %s; "
+                "batch sampler state was saved for (examples, batches, seed, ranks, packing)=%s, not %s; "
                 "restarting epoch %d from its first batch",
                 saved,
                 current,

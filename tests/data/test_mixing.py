@@ -61,6 +61,26 @@ def test_no_batch_holds_a_pair_twice(weights):
             assert len(pairs) == len(set(pairs)), f"epoch {epoch}: a pair twice in {sorted(pairs)}"
 
 
+def test_a_state_from_another_packing_restarts_its_epoch(caplog):
+    """A weighted run saved by a sampler that packed without rounds would get other batches now: it
+    restarts the epoch with a warning instead of continuing mid-epoch in a different order."""
+    mix = _mix((1.0, 0.5, 3.0))
+
+    def sampler() -> TokenBatchSampler:
+        return TokenBatchSampler(mix.src_lengths, mix.tgt_lengths, max_tokens=16, seed=5,
+                                 composition=mix.epoch_indices)  # fmt: skip
+
+    saved = sampler()
+    next(iter(saved)), next(iter(saved))
+    state = saved.state_dict()
+    resumed = sampler()
+    resumed.load_state_dict(state)
+    assert resumed.position == state["position"] > 0 and not caplog.records
+    older = sampler()
+    older.load_state_dict({key: value for key, value in state.items() if key != "packing"})
+    assert older.position == 0 and "restarting epoch" in caplog.text
+
+
 def test_fractional_draws_change_from_epoch_to_epoch_and_follow_the_seed():
     mix = _mix((1.0, 0.5, 1.0))
     halves = [set(mix.epoch_indices(1, epoch).tolist()) for epoch in range(3)]
