@@ -16,6 +16,7 @@ from toy_corpus import tiny_train_overrides
 from seq2seq import Translator
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decode.options import SearchOptions
+from seq2seq.precision import resolve_precision
 
 
 def test_a_run_ends_with_the_average_of_its_last_checkpoints(corpus: Path, tmp_path: Path) -> None:
@@ -32,9 +33,10 @@ def test_a_run_ends_with_the_average_of_its_last_checkpoints(corpus: Path, tmp_p
     # Its dev BLEU is over every dev sentence, as decoding them with averaged.pt gives.
     sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
     references = (corpus / "dev.es").read_text(encoding="utf-8").splitlines()
-    hypotheses = Translator.from_checkpoint(run_dir / "averaged.pt", options=SearchOptions()).translate(
-        sources
-    )
+    precision = resolve_precision("auto", torch.device("cpu"))  # the run's trainer.precision=auto
+    hypotheses = Translator.from_checkpoint(
+        run_dir / "averaged.pt", options=SearchOptions(), precision=precision
+    ).translate(sources)
     assert record["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score, abs=1e-6)
     assert "averaged.pt: the mean of 2 checkpoints (updates 4, 6)" in result.stdout + result.stderr
 
@@ -63,7 +65,10 @@ def test_with_too_few_checkpoints_the_objective_is_the_last_checkpoint_on_the_wh
     assert record["averaged"] is False and (record["dev_pairs"], record["dev_pairs_left_out"]) == (20, 1)
     sources = (data / "dev.en").read_text(encoding="utf-8").splitlines()[:20]
     references = (data / "dev.es").read_text(encoding="utf-8").splitlines()[:20]
-    hypotheses = Translator.from_checkpoint(run_dir / "last.pt", options=SearchOptions()).translate(sources)
+    precision = resolve_precision("auto", torch.device("cpu"))  # the run's trainer.precision=auto
+    hypotheses = Translator.from_checkpoint(
+        run_dir / "last.pt", options=SearchOptions(), precision=precision
+    ).translate(sources)
     assert record["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score, abs=1e-6)
 
 

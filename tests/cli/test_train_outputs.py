@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import sacrebleu
+import torch
 from commands import run_module
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tiny_models import TINY
@@ -16,6 +17,7 @@ from toy_corpus import tiny_train_overrides
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
+from seq2seq.precision import resolve_precision
 from seq2seq.train.schedules import noam
 
 
@@ -50,9 +52,11 @@ def test_tensorboard_holds_the_logged_scalars_samples_and_attention_image(finish
 def test_dev_bleu_equals_decoding_the_dev_set_with_the_saved_model(finished_run: Path, corpus: Path) -> None:
     sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
     references = (corpus / "dev.es").read_text(encoding="utf-8").splitlines()
-    translator = Translator.from_checkpoint(
-        finished_run / "last.pt", options=SearchOptions()
-    )  # decode=greedy
+    translator = Translator.from_checkpoint(  # decode=greedy, in the precision the run validated in
+        finished_run / "last.pt",
+        options=SearchOptions(),
+        precision=resolve_precision("auto", torch.device("cpu")),
+    )
     hypotheses = translator.translate(sources)
     expected = sacrebleu.corpus_bleu(hypotheses, [references]).score
     last = json.loads((finished_run / "summary.json").read_text())["history"][-1]

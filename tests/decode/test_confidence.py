@@ -175,7 +175,8 @@ def test_a_split_text_concatenates_its_pieces(tokenizer):
     log_probs = [value for hypothesis in alone for value in hypothesis.positional_scores]
     assert joined.mean_log_prob == pytest.approx(sum(log_probs) / len(log_probs), abs=ATOL)
     assert joined.text == " ".join(translator.detokenize(h.tokens) for h in alone if h.tokens)
-    assert joined.score == pytest.approx(sum(h.score for h in alone), abs=ATOL)
+    # a sum of a few hundred log-probabilities, batched differently: equal to float32 rounding, relatively
+    assert joined.score == pytest.approx(sum(h.score for h in alone), rel=1e-6, abs=ATOL)
 
 
 def test_the_definitions_on_hand_made_hypotheses(tokenizer):

@@ -18,6 +18,7 @@ from toy_corpus import tiny_train_overrides
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
+from seq2seq.precision import resolve_precision
 
 
 def decoder_only_overrides(corpus: Path, run_dir: Path) -> list[str]:
@@ -66,7 +67,11 @@ def test_a_run_killed_after_a_checkpoint_resumes_bitwise(
 def test_dev_scores_equal_decoding_the_dev_set_with_the_saved_model(straight_run: Path, corpus: Path) -> None:
     sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
     references = (corpus / "dev.es").read_text(encoding="utf-8").splitlines()
-    translator = Translator.from_checkpoint(straight_run / "last.pt", options=SearchOptions())  # greedy
+    # greedy, in the precision the run validated in (trainer.precision=auto: bf16 on a CPU with bf16)
+    precision = resolve_precision("auto", torch.device("cpu"))
+    translator = Translator.from_checkpoint(
+        straight_run / "last.pt", options=SearchOptions(), precision=precision
+    )
     hypotheses = translator.translate(sources)
     history = json.loads((straight_run / "summary.json").read_text())["history"]
     assert [record["step"] for record in history] == [2, 4]
