@@ -40,6 +40,7 @@ class Tokenizer:
             )
         self._sp = processor
         self._specials = {self.PAD_ID, self.BOS_ID, self.EOS_ID}
+        self._unmarked: spm.SentencePieceProcessor | None = None  # built at the first encode_unmarked
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -137,6 +138,14 @@ class Tokenizer:
         """Piece ids of ``text``, without bos or eos."""
         return self._sp.encode(text)
 
+    def encode_unmarked(self, text: str) -> list[int]:
+        """Piece ids of ``text`` without the word-start mark (▁) that ``encode`` puts in front of it: how
+        sentencepiece splits text that goes on from what comes before, as in the middle of a sentence
+        in a language written without spaces (a Chinese terminology constraint)."""
+        if self._unmarked is None:
+            self._unmarked = _without_word_start(self._sp)
+        return self._unmarked.encode(text)
+
     def encode_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
         return self._sp.encode(list(texts), num_threads=num_threads)
 
@@ -167,6 +176,18 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size})"
+
+
+def _without_word_start(processor: spm.SentencePieceProcessor) -> spm.SentencePieceProcessor:
+    """The same model, told not to put the word-start mark in front of a text (add_dummy_prefix)."""
+    from sentencepiece import sentencepiece_model_pb2  # needs protobuf, which tensorboard requires too
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(processor.serialized_model_proto())
+    proto.normalizer_spec.add_dummy_prefix = False
+    unmarked = spm.SentencePieceProcessor()
+    unmarked.LoadFromSerializedProto(proto.SerializeToString())
+    return unmarked
 
 
 def _train_model(

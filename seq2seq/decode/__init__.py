@@ -10,6 +10,7 @@ constraints.py  lexical constraints as tensors: each row's progress on its phras
 constrained.py  constrained beam search: outputs that contain given phrases (dynamic beam allocation)
 constraint_input.py  phrases as users give them (text per line) turned into checked target tokens
 glossary.py     a TSV glossary: source terms found in a sentence become constraints on its translation
+spaceless.py    scripts written without spaces (Chinese, Japanese, Thai, ...), where words meet without a mark
 search.py       search(): the search a SearchOptions describes; search_ids(): many sentences, batched
 loading.py      a model and its tokenizers rebuilt from a checkpoint file alone
 ensemble.py     several models searched as one (mean log-probabilities, each with its own cache)

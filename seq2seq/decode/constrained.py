@@ -11,9 +11,10 @@ beams (N = B * K rows), with seq2seq.decode.constraints tracking each row's prog
      keep their place beside better-scoring ones that have met fewer;
   4. from there as beam search: eos candidates among the first K finish, the first K others are the
      new beams, the KV cache and the constraint progress follow them.
-A sentence is done as in beam search (module seq2seq.decode.beam). As eos waits for every phrase, its
-finished hypotheses meet them all, except those cut at the length limit; the n-best list ranks by
-phrases met first, then score, and each hypothesis carries `constraints_met` and `constraints_total`.
+A sentence is done as in beam search (module seq2seq.decode.beam). As eos waits for every phrase (met,
+or pending: eos ends the word and meets it), its finished hypotheses meet them all, except those cut at
+the length limit; the n-best list ranks by phrases met first, then score, and each hypothesis carries
+`constraints_met` and `constraints_total`.
 A sentence with no phrases is searched exactly as beam search would (a test holds the two equal).
 Greedy search with constraints is this search with beam size 1: the best candidate of the highest
 bank wins, so each phrase is placed as soon as it can be.
@@ -78,7 +79,7 @@ def constrained_beam_search(
 
     `constraints`: one list of phrases per sentence (each a list of target ids; [] for none). A forced
     prefix counts towards them. `continuing` (V,) bool: the target pieces that continue a word
-    (seq2seq.decode.constraints.continuing_pieces), which keep phrases to word boundaries.
+    (seq2seq.decode.constraints.continuing_pieces); with them a phrase counts only on word boundaries.
     Shapes: src (B, S) right-padded with pad_id -> B lists of hypotheses.
     """
     beam_size, nbest = check_beam(options)
@@ -87,7 +88,10 @@ def constrained_beam_search(
     ready = getattr(model, "returns_log_probs", False)  # an Ensemble scores the step itself
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
-    wanted = ConstraintState.start(constraints, copies=beam_size, device=src.device)
+    if continuing is not None:
+        continuing = continuing.to(src.device).clone()
+        continuing[ids.eos] = False  # eos ends the word: it meets a pending phrase
+    wanted = ConstraintState.start(constraints, copies=beam_size, device=src.device, continuing=continuing)
     totals = wanted.totals()
     finished: list[list[Hypothesis]] = [[] for _ in range(src.shape[0])]
     while beams.sentences:
@@ -95,10 +99,9 @@ def constrained_beam_search(
         logprobs = next_token_scores(logits, beams.tokens, beams.rules, log_probs=ready)
         step = beams.tokens.shape[1] - 1
         at_limit = beams.rules.max_lens <= step  # (N,)
-        hold_eos_(logprobs, wanted.all_met() | at_limit, eos_id=ids.eos)
+        hold_eos_(logprobs, wanted.may_end() | at_limit, eos_id=ids.eos)
         if continuing is not None:
-            free = ~at_limit & ~_forced_now(beams.rules, step)
-            word_rules_(logprobs, wanted, continuing.to(logprobs.device), free)
+            word_rules_(logprobs, wanted, ~at_limit & ~_forced_now(beams.rules, step))
         wanted = _step(
             beams, state, logprobs, wanted, finished, limits=limits, totals=totals, options=options
         )

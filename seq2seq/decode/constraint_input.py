@@ -9,7 +9,10 @@ appear in no translation. Every problem is a one-line error naming the line:
   * an empty phrase, one that the tokenizer turns into no pieces, or one with characters the target
     vocabulary lacks (an unknown piece would be written instead);
   * more phrases than the beam can hold (at most beam_size per line; greedy search has one beam);
-  * a phrase that is both required and avoided.
+  * a required phrase that is avoided, or that contains an avoided phrase (it could never be written).
+A phrase that starts with a letter of a script written without spaces (Chinese, Japanese, Thai, ...:
+seq2seq.decode.spaceless) is split as the tokenizer splits it inside a
+sentence, without the word-start mark it puts in front of a text; an avoided one is banned both ways.
 A text split into pieces (long_lines=split) gets its phrases on its first piece.
 """
 
@@ -21,6 +24,7 @@ from collections.abc import Callable, Sequence
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.spaceless import written_without_spaces
 from seq2seq.decode.text_input import clean_line
 from seq2seq.errors import UserError
 
@@ -28,19 +32,27 @@ log = logging.getLogger(__name__)
 
 
 def phrase_tokens(phrase: str, tokenizer: Tokenizer, *, where: str) -> list[int]:
-    """The target pieces of one phrase, as the tokenizer writes it inside a sentence."""
+    """The target pieces of one phrase, as the tokenizer writes it inside a sentence (module docstring)."""
+    return phrase_forms(phrase, tokenizer, where=where)[0]
+
+
+def phrase_forms(phrase: str, tokenizer: Tokenizer, *, where: str) -> list[list[int]]:
+    """The ways a phrase can be written: as inside a sentence, then, for a phrase in a script written
+    without spaces, with the word-start mark (as at the start of a text), when that differs."""
     text = clean_line(phrase)
     if not text:
         raise UserError(f"{where}: a phrase is empty; separate phrases with one tab and leave none empty")
-    tokens = tokenizer.encode(text)
-    if not tokens:
+    forms = [tokenizer.encode(text)]
+    if written_without_spaces(text[0]):
+        forms.insert(0, tokenizer.encode_unmarked(text))
+    if not forms[0]:
         raise UserError(f"{where}: the phrase {phrase!r} becomes no target pieces; drop it or reword it")
-    if tokenizer.unk_id in tokens:
+    if any(tokenizer.unk_id in tokens for tokens in forms):
         raise UserError(
             f"{where}: the phrase {phrase!r} has characters the target vocabulary lacks (they would be "
             "written as <unk>); drop them or the phrase"
         )
-    return tokens
+    return [tokens for n, tokens in enumerate(forms) if tokens not in forms[:n]]
 
 
 def text_constraints(
@@ -77,14 +89,13 @@ def encode_constraints(
 ) -> list[list[list[int]]]:
     """Per text, its phrases as target tokens, checked (module docstring); errors name a text by
     `label(its number from 1)`."""
-    banned = {tuple(tokens) for tokens in avoided}
+    banned = list(dict.fromkeys(tuple(tokens) for tokens in avoided))
     encoded = []
     for number, line in enumerate(phrases, start=1):
         where = label(number)
         given = [(phrase, tuple(phrase_tokens(phrase, tokenizer, where=where))) for phrase in line]
         for phrase, pieces in given:
-            if pieces in banned:
-                raise UserError(f"{where}: {phrase!r} is both required and avoided; drop it from one of them")
+            check_not_avoided(phrase, pieces, banned, tokenizer, where=where)
         tokens = list(dict.fromkeys(pieces for _, pieces in given))
         if len(tokens) > beam_size:
             raise UserError(
@@ -95,14 +106,36 @@ def encode_constraints(
     return encoded
 
 
+def check_not_avoided(
+    phrase: str,
+    pieces: tuple[int, ...],
+    banned: Sequence[tuple[int, ...]],
+    tokenizer: Tokenizer,
+    *,
+    where: str,
+) -> None:
+    """Refuse a required phrase whose pieces hold an avoided phrase's as a run: the search could never
+    write it. (An avoided phrase across the edge of a required one is fine: other text can go there.)"""
+    for avoided in banned:
+        if pieces == avoided:
+            raise UserError(f"{where}: {phrase!r} is both required and avoided; drop it from one of them")
+        if any(pieces[i : i + len(avoided)] == avoided for i in range(len(pieces) - len(avoided) + 1)):
+            raise UserError(
+                f"{where}: the phrase {phrase!r} contains the avoided phrase {tokenizer.decode(avoided)!r}, "
+                "so it can never be written; drop one of the two"
+            )
+
+
 def encode_avoid(phrases: Sequence[str] | None, tokenizer: Tokenizer) -> list[list[int]]:
-    """The avoided phrases as target tokens ([] for none)."""
+    """The avoided phrases as target tokens, every way each can be written (`phrase_forms`; [] for none)."""
     if phrases is None:
         return []
     if isinstance(phrases, str):
         raise UserError(f"avoid takes a list of phrases, not one string ({phrases!r})")
     return [
-        phrase_tokens(phrase, tokenizer, where=f"avoid phrase {n}") for n, phrase in enumerate(phrases, 1)
+        tokens
+        for n, phrase in enumerate(phrases, 1)
+        for tokens in phrase_forms(phrase, tokenizer, where=f"avoid phrase {n}")
     ]
 
 
@@ -119,27 +152,38 @@ def on_pieces(per_text: list[list[list[int]]], owners: Sequence[int]) -> list[li
     return per_piece
 
 
-def log_unmet(results: Sequence[Sequence[Hypothesis]]) -> int:
-    """Log how many translations missed some of their phrases (the length limit came first); returns it."""
+def log_unmet(results: Sequence[Sequence[Hypothesis]], *, no_repeat_ngram_size: int = 0) -> int:
+    """Log how many translations missed some of their phrases; returns it. eos waits for every phrase, so
+    such a translation met the length limit first: the limit was too short for them, or
+    `no_repeat_ngram_size` forbade writing one (a phrase whose n-gram the output already holds)."""
     unmet = [
         nbest[0]
         for nbest in results
         if nbest and nbest[0].constraints_total and nbest[0].constraints_met < nbest[0].constraints_total
     ]
     if unmet:
+        blocking = (
+            f", or lower decode.no_repeat_ngram_size={no_repeat_ngram_size}: it forbids writing any "
+            f"{no_repeat_ngram_size} pieces twice, so a phrase can be blocked by the output or another phrase"
+            if no_repeat_ngram_size > 0
+            else ""
+        )
         log.warning(
-            "%d translation(s) reached the length limit before meeting all their constraints (the best "
-            "hypothesis meeting the most was kept); raise decode.max_len_a / max_len_b",
+            "%d translation(s) reached the length limit before meeting all their constraints (the "
+            "hypothesis meeting the most was kept); raise decode.max_len_a / max_len_b%s",
             len(unmet),
+            blocking,
         )
     return len(unmet)
 
 
 __all__ = [
+    "check_not_avoided",
     "encode_avoid",
     "encode_constraints",
     "log_unmet",
     "on_pieces",
+    "phrase_forms",
     "phrase_tokens",
     "text_constraints",
 ]

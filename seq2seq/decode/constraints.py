@@ -4,14 +4,20 @@ Positive constraints (each sentence's phrases, as target token ids) drive the co
 (seq2seq.decode.constrained). For every row of the search, `ConstraintState` tracks each phrase:
   * progress: the length of the longest suffix of the row's output that is a prefix of the phrase, so
     phrases that share a prefix advance together, and a phrase that overlaps itself is never missed;
-  * met: the progress reached the phrase's length once; a met phrase stays met.
+  * met: the progress reached the phrase's length once (on a word boundary, see below); a met phrase
+    stays met.
 A phrase counts only whole: a hypothesis that strays from a phrase it has started loses that progress.
-Given the tokenizer's word-continuing pieces (`continuing_pieces`), phrases also keep to word
-boundaries (`word_rules_`): a word of a phrase, once started, must be finished (a hypothesis may stray
-only between the phrase's words), and the piece after a completed phrase may not glue onto its last
-word ("Dios creó" is not met by "Dios creóse").
-A row's bank is the number of constraint tokens it has met: the lengths of its met phrases, plus its
-longest progress on an unmet one. A phrase given twice for one sentence is required once.
+Given the tokenizer's word-continuing pieces (`continuing_pieces`), a phrase also counts only on word
+boundaries: once its last piece is written it is complete but not met ("pending"); the next piece meets
+it if that piece does not continue the word (eos included), and voids it if it does ("Dios creó" is not
+met by "Dios creóse", "god" not by "gods"). `word_rules_` steers the search by the same rules: a word of
+an unmet phrase, once started, must be finished (a hypothesis may stray only between the phrase's
+words), and after a pending phrase the word may only go on where that advances another unmet phrase the
+row is inside, so "god" and "gods" can both be met; where these rules would leave a row no token at all
+(an avoided phrase in the way), they give way. Without word-continuing pieces a phrase is met as soon
+as its last piece is written.
+A row's bank is the number of constraint tokens it has met: the lengths of its met and pending phrases,
+plus its longest progress on another. A phrase given twice for one sentence is required once.
 
 Negative constraints (`Avoided`, one list for a whole search): wherever a row's output ends with every
 piece of an avoided phrase but its last, that last piece is banned; a one-piece phrase is banned
@@ -31,6 +37,7 @@ import torch
 from torch import Tensor
 
 from seq2seq.decode.penalties import NEG_INF
+from seq2seq.decode.spaceless import written_without_spaces
 
 PAD = -1  # after a phrase's last token
 BEFORE_START = -2  # an output position before the first token (matches no phrase token)
@@ -83,17 +90,23 @@ class ConstraintState:
 
     phrases: Tensor  # (B, C, P) token ids, PAD after each phrase
     lengths: Tensor  # (B, C) tokens per phrase; 0 for padding
-    met: Tensor  # (N, C) bool: the phrase appeared in the row's output
+    met: Tensor  # (N, C) bool: the phrase appeared in the row's output (on word boundaries)
     progress: Tensor  # (N, C) long: see suffix_progress
+    continuing: Tensor | None = None  # (V,) bool: pieces that continue a word (eos does not); None: no words
 
     @classmethod
     def start(
-        cls, phrases: Sequence[Sequence[Sequence[int]]], *, copies: int, device: torch.device
+        cls,
+        phrases: Sequence[Sequence[Sequence[int]]],
+        *,
+        copies: int,
+        device: torch.device,
+        continuing: Tensor | None = None,
     ) -> ConstraintState:
         """No progress yet, for `copies` rows per sentence (row b * copies + k belongs to sentence b)."""
         tokens, lengths = phrase_tensor(phrases, device)
         met = (lengths == 0).repeat_interleave(copies, dim=0)  # (N, C)
-        return cls(tokens, lengths, met, torch.zeros_like(met, dtype=torch.long))
+        return cls(tokens, lengths, met, torch.zeros_like(met, dtype=torch.long), continuing)
 
     @property
     def copies(self) -> int:
@@ -107,20 +120,26 @@ class ConstraintState:
         """The most constraint tokens any sentence has."""
         return int(self.lengths.sum(dim=1).max()) if self.lengths.numel() else 0
 
-    def just_completed(self) -> Tensor:
-        """Rows whose output ends with one of their phrases. Shapes: (N,) bool."""
+    def complete(self) -> Tensor:
+        """Phrases whose last piece ends the row's output. Shapes: (N, C) bool."""
         lengths = self.lengths.repeat_interleave(self.copies, dim=0)  # (N, C)
-        return ((self.progress >= lengths) & (lengths > 0)).any(dim=1)
+        return (self.progress >= lengths) & (lengths > 0)
 
-    def all_met(self) -> Tensor:
-        """Rows that have met every phrase. Shapes: (N,) bool."""
-        return self.met.all(dim=1)
+    def pending(self) -> Tensor:
+        """Complete phrases not met yet: the next piece meets or voids them. Shapes: (N, C) bool."""
+        return self.complete() & ~self.met
+
+    def may_end(self) -> Tensor:
+        """Rows where eos would leave every phrase met (it meets the pending ones). Shapes: (N,) bool."""
+        return (self.met | self.complete()).all(dim=1)
 
     def next_tokens(self) -> Tensor:
-        """The token that advances each unmet phrase of each row; PAD for met phrases. Shapes: (N, C)."""
+        """The token that advances each unmet phrase of each row; PAD for met and complete phrases.
+
+        Shapes: -> (N, C)."""
         rows = self.phrases.repeat_interleave(self.copies, dim=0)  # (N, C, P)
         index = self.progress.clamp(max=rows.shape[2] - 1)[:, :, None]  # (N, C, 1)
-        return rows.gather(2, index).squeeze(2).masked_fill(self.met, PAD)
+        return rows.gather(2, index).squeeze(2).masked_fill(self.met | self.complete(), PAD)
 
     def after(self, rows: Tensor, tokens: Tensor, outputs: Tensor) -> tuple[Tensor, Tensor]:
         """(met, progress) of row `rows[m]` extended by `tokens[m]`, for every candidate m.
@@ -133,16 +152,18 @@ class ConstraintState:
         window = torch.cat([recent, tokens[:, None]], dim=1)  # (M, P)
         phrases, lengths = self.phrases.index_select(0, sentence), self.lengths.index_select(0, sentence)
         progress = suffix_progress(window, phrases, lengths)  # (M, C)
-        met = self.met.index_select(0, rows) | ((progress >= lengths) & (lengths > 0))
-        return met, progress
+        met = self.met.index_select(0, rows)
+        if self.continuing is None:
+            return met | ((progress >= lengths) & (lengths > 0)), progress
+        ends_word = ~self.continuing[tokens]  # (M,)
+        return met | (self.pending().index_select(0, rows) & ends_word[:, None]), progress
 
     def banks(self, rows: Tensor, met: Tensor, progress: Tensor) -> Tensor:
-        """Constraint tokens met by the rows `met`/`progress` describe (rows: their sentences' rows).
-
-        Shapes: rows (M,); met, progress (M, C) -> (M,) long."""
+        """Constraint tokens met by the rows `met`/`progress` describe (rows: their sentences' rows);
+        a pending phrase counts as met. Shapes: rows (M,); met, progress (M, C) -> (M,) long."""
         lengths = self.lengths.index_select(0, torch.div(rows, self.copies, rounding_mode="floor"))
-        whole = (lengths * met).sum(dim=1)
-        return whole + progress.masked_fill(met, 0).amax(dim=1)
+        whole = met | (progress >= lengths)
+        return (lengths * whole).sum(dim=1) + progress.masked_fill(whole, 0).amax(dim=1)
 
     def moved(self, met: Tensor, progress: Tensor, alive: Tensor | None) -> ConstraintState:
         """The state of the new beams (met, progress: (B * K, C)), keeping only the sentences `alive`."""
@@ -151,7 +172,7 @@ class ConstraintState:
             rows = (alive[:, None] * self.copies + torch.arange(self.copies, device=alive.device)).reshape(-1)
             phrases, lengths = phrases[alive], lengths[alive]
             met, progress = met[rows], progress[rows]
-        return ConstraintState(phrases, lengths, met, progress)
+        return ConstraintState(phrases, lengths, met, progress, self.continuing)
 
 
 def allocation_order(scores: Tensor, banks: Tensor, top_bank: int) -> Tensor:
@@ -174,21 +195,34 @@ def allocation_order(scores: Tensor, banks: Tensor, top_bank: int) -> Tensor:
 
 def continuing_pieces(pieces: Sequence[str], *, word_start: str = "\u2581") -> Tensor:
     """Which pieces of a sentencepiece vocabulary continue the word before them: those that do not start
-    with the word-start mark and start with a letter or digit. Shapes: -> (V,) bool."""
-    return torch.tensor([not p.startswith(word_start) and p[:1].isalnum() for p in pieces], dtype=torch.bool)
+    with the word-start mark and start with a letter or digit of a script written with spaces (one
+    written without, seq2seq.decode.spaceless, has no word boundaries to keep). Shapes: -> (V,) bool."""
+    flags = [
+        not p.startswith(word_start) and p[:1].isalnum() and not written_without_spaces(p[0]) for p in pieces
+    ]
+    return torch.tensor(flags, dtype=torch.bool)
 
 
-def word_rules_(logprobs: Tensor, wanted: ConstraintState, continuing: Tensor, free: Tensor) -> Tensor:
-    """Keep phrases to word boundaries (module docstring): a row inside a word of an unmet phrase may
-    only continue that word (with any phrase it is inside, when several share a start), and a row that
-    has just completed a phrase may not continue its last word. Only `free` rows are ruled: not those
-    whose next token is forced (a prefix, the length limit).
-    Shapes: logprobs (N, V), continuing (V,) bool, free (N,) bool -> logprobs, edited in place."""
-    following = wanted.next_tokens()  # (N, C)
-    inside = (wanted.progress > 0) & ~wanted.met & continuing[following.clamp(min=0)] & free[:, None]
-    allowed = torch.zeros_like(logprobs, dtype=torch.bool).scatter_(1, following.clamp(min=0), inside)
-    logprobs.masked_fill_(inside.any(dim=1, keepdim=True) & ~allowed, NEG_INF)
-    return logprobs.masked_fill_((wanted.just_completed() & free)[:, None] & continuing, NEG_INF)
+def word_rules_(logprobs: Tensor, wanted: ConstraintState, free: Tensor) -> Tensor:
+    """Keep phrases to word boundaries (module docstring), for rows whose output ends inside a word of
+    an unmet phrase or with a pending phrase: such a row may write the next piece of each word it is
+    inside (several phrases may share a start), and, with a pending phrase, any piece that ends the word
+    (which meets it); nothing else. A row these rules would leave with no allowed token keeps its
+    other tokens. Only `free` rows are ruled: not those whose next token is forced (a prefix, the
+    length limit). Without `wanted.continuing` there are no words, and no rules.
+    Shapes: logprobs (N, V), free (N,) bool -> logprobs, edited in place."""
+    if wanted.continuing is None:
+        return logprobs
+    rows, vocab = logprobs.shape
+    following = wanted.next_tokens()  # (N, C), PAD for met and complete phrases
+    inside = (following != PAD) & (wanted.progress > 0) & wanted.continuing[following.clamp(min=0)]  # (N, C)
+    pending = wanted.pending()  # (N, C)
+    columns = torch.where(inside, following, vocab)  # (N, C): column V collects the phrases not inside
+    words = torch.zeros(rows, vocab + 1, dtype=torch.bool, device=logprobs.device).scatter_(1, columns, True)
+    allowed = words[:, :vocab] | (pending.any(dim=1, keepdim=True) & ~wanted.continuing)  # (N, V)
+    banned = ((inside | pending).any(dim=1) & free)[:, None] & ~allowed  # (N, V)
+    kept = (torch.isfinite(logprobs) & ~banned).any(dim=1, keepdim=True)  # (N, 1)
+    return logprobs.masked_fill_(banned & kept, NEG_INF)
 
 
 def hold_eos_(logprobs: Tensor, ready: Tensor, *, eos_id: int) -> Tensor:

@@ -13,6 +13,8 @@ where it occurs in the sentence under these rules:
 
 - Word boundaries: the occurrence is neither preceded nor followed by a letter, digit or underscore
   (Python's `\\w`), so "Lord" is not found in "Lordship" but "God" is found in "God's" and "(God)".
+  A letter of a script written without spaces (Chinese, Japanese, Thai, ...: seq2seq.decode.spaceless)
+  has a boundary on both sides, so "神" is found in "神说" and "Lord" in "的Lord说".
 - Smart case: a term written all in lowercase matches in any case ("lord" matches "Lord" and "LORD");
   a term with an uppercase letter matches only as written ("LORD" matches "LORD" alone, "Paul" does not
   match "paul").
@@ -40,12 +42,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from seq2seq.decode.spaceless import SPACELESS_CLASS
 from seq2seq.errors import UserError
 
 __all__ = ["Glossary"]
 
 LINE_FORMAT = '"source term<TAB>target term"'
 SPACE = " "  # the trie key of a whitespace run: terms hold no other whitespace after normalising
+# A boundary: no word character on the other side, or a letter written without spaces on either side.
+WORD_START = rf"(?:(?<!\w)|(?<=[{SPACELESS_CLASS}])|(?=[{SPACELESS_CLASS}]))"
+WORD_END = rf"(?:(?!\w)|(?=[{SPACELESS_CLASS}])|(?<=[{SPACELESS_CLASS}]))"
 
 
 class Glossary:
@@ -192,7 +198,7 @@ def compile_matcher(sources: Sequence[str], indexes: Sequence[int], fold: bool) 
         node.term = index
     terms: list[int] = []
     body = trie_regex(root, terms) if indexes else ""
-    pattern = re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE if fold else 0)
+    pattern = re.compile(rf"{WORD_START}{body}{WORD_END}", re.IGNORECASE if fold else 0)
     return Matcher(pattern, tuple(terms))
 
 

@@ -341,7 +341,7 @@ class Translator:
             confidence=confidence, constraints=constraints, avoid=avoid,
         )  # fmt: skip
         if constraints is not None:
-            log_unmet(results)
+            log_unmet(results, no_repeat_ngram_size=options.no_repeat_ngram_size)
         if self.quality is not None:
             texts = [self.src_tokenizer.decode(source[:-1]) if source else "" for source in sources]
             attach_quality(self.quality, texts, results, self.detokenize)

@@ -1,10 +1,12 @@
 """seq2seq-translate constraints=FILE / glossary=FILE / avoid=FILE: every translation holds its phrases and
 none holds an avoided one, the output equals the Translator's, JSON lines and the report say what was
-met, and each kind of bad constraint input is one error line naming its line."""
+met, each kind of bad constraint input is one error line naming its line, and a warning says why
+phrases were missed."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -94,6 +96,11 @@ def test_a_glossary_adds_its_terms_and_avoided_phrases_never_appear(checkpoint, 
         ),
         (["", "", "", "day\tgod\tlight\twater\tland\tnight"], [], r"constraints line 4: 6 phrases"),
         (["god", "", "", ""], ["avoid={avoid}"], r"constraints line 1: 'god' is both required and avoided"),
+        (
+            ["", "", "light\tgod water", ""],
+            ["avoid={avoid}"],
+            r"constraints line 3: the phrase 'god water' contains the avoided phrase 'god', so it can never",
+        ),
         (["", "Jehová", "", ""], [], r"constraints line 2: the phrase 'Jehová' has characters the target"),
     ],
 )
@@ -118,3 +125,33 @@ def test_a_phrase_the_tokenizer_drops_is_refused():
 
     with pytest.raises(UserError, match=r"^constraints line 2: the phrase '\.' becomes no target pieces"):
         phrase_tokens(".", Empty(), where="constraints line 2")
+
+
+def test_the_translator_refuses_a_phrase_holding_an_avoided_one(checkpoint):
+    translator = Translator.from_checkpoint(checkpoint, options=OPTIONS)
+    with pytest.raises(
+        UserError, match=r"^constraints line 1: the phrase 'god water' contains the avoided phrase 'water'"
+    ):
+        translator.translate(LINES[:1], constraints=[["god water"]], avoid=["water"])
+    assert has(translator.translate(LINES[:1], constraints=[["god"]], avoid=["water"])[0], "god")
+
+
+def unmet_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "seq2seq.decode.constraint_input"]
+
+
+def test_god_and_gods_are_met_and_a_missed_phrase_names_its_cause(checkpoint, caplog):
+    translator = Translator.from_checkpoint(checkpoint, options=OPTIONS)
+    with caplog.at_level(logging.WARNING, logger="seq2seq.decode.constraint_input"):
+        found = translator.translate(LINES[:2], constraints=[["god", "gods"], []], return_confidence=True)
+    assert has(found[0].text, "god") and has(found[0].text, "gods") and found[0].constraints_met == 2
+    assert not unmet_warnings(caplog)
+    blocked = Translator.from_checkpoint(checkpoint, options={**OPTIONS, "no_repeat_ngram_size": 1})
+    with caplog.at_level(logging.WARNING, logger="seq2seq.decode.constraint_input"):
+        found = blocked.translate(LINES[:1], constraints=[["god", "gods"]], return_confidence=True)
+    assert found[0].constraints_met == 1  # "god" and "gods" need the piece "▁god" twice
+    (warning,) = unmet_warnings(caplog)
+    assert (
+        warning.startswith("1 translation(s) reached the length limit")
+        and "no_repeat_ngram_size=1" in warning
+    )

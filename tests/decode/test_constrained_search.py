@@ -1,13 +1,19 @@
 """Constrained beam search on tiny fixed models: phrases always met, plain beam search unchanged without
-them, beam 1's banks, negative constraints, ensembles, decoder-only models and bad input."""
+them, beam 1's banks, negative constraints, ensembles, decoder-only models, word boundaries (a phrase
+that is a word's start, as "god" is of "gods") and bad input."""
 
 from __future__ import annotations
+
+import random
+import re
 
 import pytest
 import tiny_models
 import torch
-from decode_helpers import EOS, IDS, PAD, sources, teacher_forced, tiny_model
+from decode_helpers import BOS, EOS, IDS, PAD, sources, teacher_forced, tiny_model
+from scripted_model import Scripted
 
+from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.constrained import constrained_beam_search
@@ -17,6 +23,7 @@ from seq2seq.decode.constraints import (
     allocation_order,
     continuing_pieces,
     suffix_progress,
+    word_rules_,
 )
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.options import SearchOptions
@@ -192,3 +199,103 @@ def test_a_started_word_of_a_phrase_is_finished():
         tokens = hypothesis.tokens + [EOS]
         assert all(tokens[i + 1 : i + 3] == [11, 12] for i, t in enumerate(tokens) if t == 10), tokens
         assert all(tokens[i + 1] == 14 for i, t in enumerate(tokens) if t == 13), tokens
+
+
+@pytest.fixture(scope="module")
+def god_tokenizer() -> Tokenizer:
+    """A BPE model with the pieces "▁god", "▁and" and "s": "gods" is "▁god s" (the corpus never has it)."""
+    words = "god day days night nights land lands water waters and the".split()
+    rng = random.Random(0)
+    texts = [" ".join(rng.choices(words, k=rng.randint(2, 8))) for _ in range(200)]
+    tokenizer = Tokenizer.train(texts, vocab_size=48, model_type="bpe")
+    assert tokenizer.pieces("god and gods") == ["\u2581god", "\u2581and", "\u2581god", "s"]
+    return tokenizer
+
+
+def words_search(tokenizer: Tokenizer, model, phrases: list[str], options: SearchOptions, **kwargs):
+    """The constrained search of one sentence with `phrases` (text), keeping them to word boundaries."""
+    constraints = [[tokenizer.encode(phrase) for phrase in phrases]]
+    continuing = continuing_pieces(tokenizer.pieces_of_vocabulary())
+    src = sources([5], vocab=tokenizer.vocab_size)
+    return constrained_beam_search(model, src, options, constraints, continuing=continuing, **IDS, **kwargs)
+
+
+def has_word(text: str, word: str) -> bool:
+    return re.search(rf"(?<!\w){word}(?!\w)", text) is not None
+
+
+@pytest.mark.parametrize("text", ["god and gods", "gods and god"])
+def test_a_phrase_and_a_longer_word_it_starts_are_both_met_in_either_order(god_tokenizer, text):
+    script = god_tokenizer.encode(text)
+    model = Scripted(script, god_tokenizer.vocab_size)
+    found = words_search(god_tokenizer, model, ["god", "gods"], SearchOptions(beam_size=2, max_len_b=8))
+    assert found[0][0].tokens == script  # nothing in the way of the model's own choice
+    assert found[0][0].constraints_met == found[0][0].constraints_total == 2
+
+
+def whole_word_count(tokens: list[int], phrases: list[list[int]], continuing: torch.Tensor) -> int:
+    """Phrases that occur in `tokens` followed by the end or by a piece that does not continue the word."""
+    ended = [*tokens, EOS]
+    return sum(
+        any(ended[i : i + len(p)] == p and not continuing[ended[i + len(p)]] for i in range(len(tokens)))
+        for p in phrases
+    )
+
+
+@pytest.mark.parametrize(("seed", "beam"), [(0, 2), (1, 2), (2, 4)])
+def test_random_models_meet_god_and_gods_as_whole_words(god_tokenizer, seed, beam):
+    model = tiny_model(god_tokenizer.vocab_size, seed=seed)
+    options = SearchOptions(beam_size=beam, nbest=beam, max_len_a=0.0, max_len_b=16)
+    found = words_search(god_tokenizer, model, ["god", "gods"], options)[0]
+    text = god_tokenizer.decode(found[0].tokens)
+    assert has_word(text, "god") and has_word(text, "gods"), text
+    assert found[0].constraints_met == found[0].constraints_total == 2
+    phrases = [god_tokenizer.encode("god"), god_tokenizer.encode("gods")]
+    continuing = continuing_pieces(god_tokenizer.pieces_of_vocabulary())
+    assert [h.constraints_met for h in found] == [
+        whole_word_count(h.tokens, phrases, continuing) for h in found
+    ]
+
+
+def test_a_met_phrase_leaves_the_word_free_where_it_comes_again(god_tokenizer):
+    script = god_tokenizer.encode("god and gods")  # "god" is met before "gods" starts with its piece
+    model = Scripted(script, god_tokenizer.vocab_size)
+    found = words_search(god_tokenizer, model, ["god"], SearchOptions(max_len_b=8))
+    assert found[0][0].tokens == script and found[0][0].constraints_met == 1
+
+
+def test_a_phrase_the_next_piece_glues_onto_is_not_met(god_tokenizer):
+    model = Scripted(god_tokenizer.encode("gods and"), god_tokenizer.vocab_size)
+    prefix = [god_tokenizer.encode("gods")]  # forced, so "god" is written and then glued onto
+    found = words_search(god_tokenizer, model, ["god"], SearchOptions(max_len_b=8), prefix=prefix)
+    assert found[0][0].tokens == god_tokenizer.encode("gods god")  # so "god" is written again, whole
+    assert found[0][0].constraints_met == 1
+
+
+def test_a_phrase_is_met_when_its_word_ends_and_voided_when_it_goes_on():
+    continuing = torch.zeros(VOCAB, dtype=torch.bool)
+    continuing[[6, 8]] = True  # "5" starts a word ("god"), "6" and "8" go on with it ("s"), "7" starts one
+    state = ConstraintState.start([[[5], [5, 6]]], copies=1, device=CPU, continuing=continuing)
+    outputs = torch.tensor([[BOS]])
+    met, progress = state.after(torch.tensor([0]), torch.tensor([5]), outputs)
+    assert met.tolist() == [[False, False]] and progress.tolist() == [[1, 1]]  # "god": pending
+    state = ConstraintState(state.phrases, state.lengths, met, progress, continuing)
+    assert state.pending().tolist() == [[True, False]] and state.may_end().tolist() == [False]
+    met, _ = state.after(torch.tensor([0, 0, 0]), torch.tensor([6, 7, EOS]), torch.tensor([[BOS, 5]]))
+    assert met.tolist() == [[False, False], [True, False], [True, False]]  # "gods" voids it; 7, eos meet it
+    logprobs = torch.zeros(1, VOCAB)
+    word_rules_(logprobs, state, torch.tensor([True]))
+    assert torch.isinf(logprobs[0]).nonzero().view(-1).tolist() == [8]  # "s" for "gods", or a new word
+
+
+def test_word_rules_that_leave_no_token_give_way():
+    continuing = torch.zeros(VOCAB, dtype=torch.bool)
+    continuing[6] = True
+    model = Scripted([9, 5, 7], VOCAB)
+    src = sources([4], vocab=VOCAB)
+    avoid = Avoided.of([[9, 5, 6]], CPU)  # after the forced "9 5", the word of "5 6" cannot be finished
+    options = SearchOptions(max_len_b=8)
+    found = constrained_beam_search(
+        model, src, options, [[[5, 6]]], prefix=[[9, 5]], avoid=avoid, continuing=continuing, **IDS
+    )
+    assert found[0][0].tokens == [9, 5, 7, 5, 6] and found[0][0].constraints_met == 1

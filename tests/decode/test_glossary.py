@@ -51,6 +51,26 @@ def test_word_boundaries(text: str, expected: list[str]) -> None:
     assert BIBLE.constraints(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("神说：要有光，就有了光。", ["Dios", "luz"]),
+        ("神的灵运行在水面上", ["Dios"]),
+        ("新しいカメラを買った", ["cámara"]),
+        ("ขอบคุณครับ", ["gracias"]),
+        ("的Lord说", ["Señor"]),  # next to a letter written without spaces: a boundary
+        ("Lordship的神", ["Dios"]),  # between two letters written with spaces: none
+    ],
+)
+def test_scripts_written_without_spaces_have_a_boundary_at_every_letter(
+    text: str, expected: list[str]
+) -> None:
+    glossary = Glossary(
+        [("神", "Dios"), ("光", "luz"), ("カメラ", "cámara"), ("ขอบคุณ", "gracias"), ("Lord", "Señor")]
+    )
+    assert glossary.constraints(text) == expected
+
+
 def test_lowercase_term_matches_any_case() -> None:
     glossary = Glossary([("lord", "señor")])
     assert glossary.constraints("lord") == ["señor"]

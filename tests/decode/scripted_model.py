@@ -1,0 +1,42 @@
+"""A model that follows a script: at output step t it prefers token script[t] (then eos), whatever it has
+written so far. Its favourite output is known in advance, so a search test can say exactly what a
+search's rules let through and what they change."""
+
+from __future__ import annotations
+
+import torch
+from decode_helpers import EOS
+from torch import Tensor, nn
+
+
+class Steps:
+    """The decoder state of a script: only the step count, the same for every row (reordering keeps it)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def reorder(self, index: Tensor, *, memory: bool | Tensor = True) -> Steps:
+        return self
+
+
+class Scripted(nn.Module):
+    """Logits `margin` for the script's token of the step (eos after the script), 0 for every other."""
+
+    def __init__(self, script: list[int], vocab: int, *, margin: float = 5.0, eos: int = EOS) -> None:
+        super().__init__()
+        self.script, self.vocab, self.margin, self.eos = list(script), vocab, margin, eos
+        self.eval()
+
+    def encode(self, src: Tensor) -> Tensor:
+        return src
+
+    def init_state(self, memory: Tensor, beam_size: int = 1, max_steps: int | None = None) -> Steps:
+        return Steps()
+
+    def decode_step(self, prev_tokens: Tensor, state: Steps) -> tuple[Tensor, Steps]:
+        """Shapes: prev_tokens (N, 1) -> logits (N, V)."""
+        wanted = self.script[state.steps] if state.steps < len(self.script) else self.eos
+        state.steps += 1
+        logits = torch.zeros(prev_tokens.shape[0], self.vocab)
+        logits[:, wanted] = self.margin
+        return logits, state
