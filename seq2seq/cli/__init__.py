@@ -2,6 +2,7 @@
 
 prepare.py        seq2seq-prepare: build or check the corpus of a data config
 train.py          seq2seq-train: compose the config, build data/model/optimizer, train
+hydra_records.py  a training run's .hydra/ records, written once its run directory is locked
 training_data.py  the `data` config group -> what the training loop consumes
 data_config.py    the `data` config group -> prepare_training_data's arguments (free of torch)
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)

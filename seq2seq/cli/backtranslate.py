@@ -42,7 +42,7 @@ from seq2seq.cli.common import (
     progress_bar_setting,
 )
 from seq2seq.data.binarize import file_digest
-from seq2seq.data.corpus import check_policy, decode_line, iter_raw_lines, normalize, open_corpus_file
+from seq2seq.data.corpus import check_policy, decode_line, iter_raw_lines, normalize
 from seq2seq.decode.exported import read_metadata
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import Translator
@@ -183,12 +183,9 @@ def fingerprint(translator: Translator, settings: Settings, cfg: DictConfig, lan
 
 
 def count_lines(path: Path) -> int:
-    """Lines as iter_raw_lines yields them (a last line without "\\n" counts), streamed in blocks."""
-    count, last = 0, b"\n"
-    with open_corpus_file(path) as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            count, last = count + block.count(b"\n"), block[-1:]
-    return count + (last != b"\n")
+    """Lines as iter_raw_lines yields them (a last line without "\\n" counts), read by it: a damaged or
+    non-gzip .gz file, or one with no text, is its one-line error, raised before anything is written."""
+    return sum(1 for _ in iter_raw_lines(path))
 
 
 def input_chunks(path: Path, chunk_lines: int) -> Iterator[tuple[int, list[bytes]]]:
@@ -331,6 +328,7 @@ def backtranslate(cfg: DictConfig) -> dict[str, Any]:
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")  # fmt: skip
     began = time.perf_counter()
     settings = read_settings(cfg)
+    total = count_lines(settings.input)  # reads the whole input before a model loads or a file is written
     translator = load_translator(cfg, settings)
     langs = languages(cfg, translator, settings.checkpoint)
     out = store.OutputDir(settings.output_dir, *langs)
@@ -338,7 +336,6 @@ def backtranslate(cfg: DictConfig) -> dict[str, Any]:
         store.claim(settings.output_dir, fingerprint(translator, settings, cfg, langs), force=settings.force)
         out.remove_abandoned_temporaries()
         done = out.done_chunks()
-        total = count_lines(settings.input)
         chunks = -(-total // settings.chunk_lines)
         log.info("back-translating %s (%d lines, %d chunks, %d done) with %s, engine %s on %s",
                  settings.input, total, chunks, len(done), translator.options.describe(),

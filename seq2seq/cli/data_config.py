@@ -62,8 +62,16 @@ def corpus_entries(data_cfg: DictConfig) -> list[tuple[str, Any]]:
 
 
 def training_corpora(data_cfg: DictConfig) -> list[CorpusSpec]:
-    """The training corpora (see corpus_entries), checked: files named, weights, tags and noise valid."""
-    return [_corpus(entry, f"data.{key}") for key, entry in corpus_entries(data_cfg)]
+    """The training corpora (see corpus_entries), checked: files named, weights, tags and noise valid.
+    Weight 0 switches one corpus off, but not all of them: an epoch of no pairs trains nothing (the run
+    would end at once with an untrained best.pt)."""
+    entries = corpus_entries(data_cfg)
+    corpora = [_corpus(entry, f"data.{key}") for key, entry in entries]
+    if not any(corpus.weight > 0 for corpus in corpora):
+        zeros = ", ".join(f"data.{key}.weight=0" for key, _ in entries)
+        raise UserError(f"{zeros}: an epoch holds no pairs, so nothing would be trained; give at least one "
+                        "corpus a weight above 0 (1: every pair once per epoch)")  # fmt: skip
+    return corpora
 
 
 def _corpus(entry: Any, where: str) -> CorpusSpec:

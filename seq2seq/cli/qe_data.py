@@ -121,7 +121,9 @@ def make_qe_data(cfg: DictConfig) -> dict[str, Any]:
         sources, references = read_pairs(source, reference, limit=limits[split])
         rows: list[tuple[str, str, float]] = []
         for one in passes[split]:
-            record = pass_record(one, source, limit=limits[split], seed=int(cfg.seed))
+            record = pass_record(
+                one, source, limit=limits[split], seed=int(cfg.seed), precision=str(cfg.precision)
+            )
             translations = run_pass(one, sources, record, out / "passes", translate)
             labels = sentence_labels(translations, references, metric=str(cfg.metric))
             rows += [

@@ -23,6 +23,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
+from seq2seq.cli.hydra_records import write_hydra_records
 from seq2seq.cli.qe_data import TOKENIZER_FILES
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
@@ -114,6 +115,7 @@ def train_qe(cfg: DictConfig) -> float | None:
     src_tokenizer, tgt_tokenizer, tokenizer_payload = read_tokenizers(data_dir)
     fingerprint = qe_fingerprint(cfg, data_dir)
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
+    write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
     torch.manual_seed(int(cfg.seed))
     vocab_sizes = {"src_vocab_size": src_tokenizer.vocab_size, "tgt_vocab_size": tgt_tokenizer.vocab_size}
     model = instantiate(cfg.model, **vocab_sizes, pad_id=src_tokenizer.pad_id, _convert_="all").to(device)

@@ -25,7 +25,8 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
-from seq2seq.cli.data_config import corpus_entries
+from seq2seq.cli.data_config import corpus_entries, training_corpora
+from seq2seq.cli.hydra_records import write_hydra_records
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
 from seq2seq.cli.training_data import RunData, load_data
@@ -160,6 +161,7 @@ def train(cfg: DictConfig) -> float | None:
     check_embedding_sharing(
         bool(cfg.model.get("share_embeddings", False)), joint_vocabulary=bool(cfg.data.tokenizer.joint)
     )
+    training_corpora(cfg.data)  # their files, weights, tags and noise: checked before the run directory
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = pick_device(command.device, setting="trainer.device", local_rank=distributed.local_rank())
     distributed.initialize(device)
@@ -175,6 +177,8 @@ def train(cfg: DictConfig) -> float | None:
                      joint_sequence=family == "decoder_only")  # fmt: skip
     fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
+    if distributed.is_main():
+        write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
     snapshots = None
     if finish.snapshots is not None and distributed.is_main():  # weights for trainer.average_fraction
         snapshots = Snapshots(run_dir, finish.snapshots)

@@ -45,14 +45,15 @@ def format_line(
     translation: Translation, *, scores: bool, confidence: bool, alignment: str | None, qe: bool = False
 ) -> str:
     """The columns of one non-empty input line's output: the text, then (each when asked for) score,
-    confidence, QE score and alignment, tab-separated."""
+    confidence, QE score and alignment, tab-separated. An empty translation has no QE score: its column
+    is empty, so that the columns after it stay in place."""
     text = translation.text
     if scores:
         text += f"\t{translation.score:.4f}"
     if confidence:
         text += f"\t{translation.confidence:.4f}"
     if qe:
-        text += f"\t{translation.qe:.4f}"
+        text += "\t" if translation.qe is None else f"\t{translation.qe:.4f}"
     if alignment is not None:
         text += f"\t{alignment}"
     return text

@@ -14,6 +14,7 @@ bytes of composition per example while an epoch is drawn; the tokens stay on dis
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ import numpy as np
 
 from seq2seq.data.dataset import ParallelDataset
 from seq2seq.data.noise import NoiseSettings, SourceNoise
+from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,25 @@ class MixedCorpus:
             [part.src_lengths + (tag is not None) for part, tag in zip(parts, tag_ids)]
         ).astype(np.int32)
         self.tgt_lengths = np.concatenate([part.tgt_lengths for part in parts]).astype(np.int32)
+        self._check_composition(sizes.tolist())
+
+    def _check_composition(self, sizes: list[int]) -> None:
+        """An epoch of no examples is an error (training would end at once with 0 updates); a corpus whose
+        positive weight rounds to no example is never trained on, which is said."""
+        drawn = [round(weight * size) for weight, size in zip(self.weights, sizes)]
+        described = ", ".join(
+            f"{name}: weight {weight:g} x {size} pairs"
+            for name, weight, size in zip(self.names, self.weights, sizes)
+        )
+        if not sum(drawn):
+            raise UserError(
+                f"the training corpora give an epoch of no pairs ({described}: each rounds to 0); "
+                "raise a corpus's data.train weight"
+            )
+        for name, weight, size, count in zip(self.names, self.weights, sizes, drawn):
+            if weight > 0 and count == 0:
+                log.warning("corpus %s: weight %g x %d pairs rounds to no pair per epoch: it is never "
+                            "trained on; raise its weight or drop it", name, weight, size)  # fmt: skip
 
     def __len__(self) -> int:
         return int(self.starts[-1])

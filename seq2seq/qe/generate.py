@@ -12,8 +12,9 @@ far from the references, and labels the dev set with the final model, which neve
 labels' means per pass are written to the summary so the gap can be seen.
 
 Each pass's translations are kept in `<output_dir>/passes/` beside a record of what made them (the
-checkpoint's size and time, the sources' hash, the search); a rerun reuses a pass only when that record
-matches, so an interrupted run resumes pass by pass and a changed setting is never answered by old files.
+checkpoint's size and time, the sources' hash, the search, the precision); a rerun reuses a pass only
+when that record matches, so an interrupted run resumes pass by pass and a changed setting is never
+answered by old files.
 """
 
 from __future__ import annotations
@@ -76,8 +77,10 @@ def read_pairs(source: Path, reference: Path, *, limit: int | None) -> tuple[lis
     return sources, references
 
 
-def pass_record(one: Pass, source: Path, *, limit: int | None, seed: int) -> dict[str, Any]:
-    """What made a pass's translations: a rerun reuses them only when this is unchanged."""
+def pass_record(one: Pass, source: Path, *, limit: int | None, seed: int, precision: str) -> dict[str, Any]:
+    """What made a pass's translations: a rerun reuses them only when this is unchanged. The precision
+    is part of it (bf16 translates otherwise than fp32); the device and the batch size are not: as for
+    seq2seq-backtranslate, they change the speed (and which valid sample a sampling pass draws)."""
     stat = one.checkpoint.stat()
     return {
         "checkpoint": str(one.checkpoint.resolve()),
@@ -86,6 +89,7 @@ def pass_record(one: Pass, source: Path, *, limit: int | None, seed: int) -> dic
         "sources_sha256": file_digest(source),
         "limit": limit,
         "search": asdict(search_options(one.decode, seed=seed + one.index)),
+        "precision": precision,
     }
 
 

@@ -4,7 +4,8 @@ The encoder-only model's stack has the encoder-decoder's encoder layout, so its 
 take the translation encoder's weights as they are (the first `layers` of them), and its one embedding
 table takes the source embedding for the source rows and the target (decoder) embedding for the
 translation rows (seq2seq.model.encoder_only). The pooled head starts fresh. The two models must agree
-in width, heads, feed-forward width, norm and activation; anything else is a one-line error.
+in width, heads, feed-forward width, norm, activation, positions and vocabularies, and with learned
+positions (a table of max_positions rows) in max_positions; anything else is a one-line error.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def warm_start(model: EncoderOnly, path: Path) -> None:
     if config.get("family", "encoder_decoder") != "encoder_decoder":
         raise UserError(f"init_from={path} holds a {config.get('family')} model; pass an encoder-decoder "
                         "checkpoint written by seq2seq-train")  # fmt: skip
-    differing = [key for key in MUST_AGREE if config.get(key) != model.config.get(key)]
+    agree = MUST_AGREE + (("max_positions",) if model.config.get("positional") == "learned" else ())
+    differing = [key for key in agree if config.get(key) != model.config.get(key)]
     if differing:
         shown = ", ".join(f"{key}={model.config.get(key)} vs {config.get(key)}" for key in differing)
         raise UserError(f"init_from={path} does not fit this QE model ({shown}); set model.* to the "

@@ -35,6 +35,9 @@ TRAINER_KEYS = ("max_tokens", "update_freq", "clip_norm")
 SAME_NUMBERS_MODEL_KEYS = ("attention_backend", "checkpoint_activations")
 CORPUS_FILES = ("train.src", "train.tgt", "dev.src", "dev.tgt")  # data.<split>.<side>, hashed
 MIXING_KEYS = ("weight", "tag", "noise")  # a training corpus's settings besides its files
+# In a fingerprint only when used, so that a run without them keeps its older fingerprint: absent is "none"
+SET_WHEN_USED = ("data.train_mixing", "data.transforms")
+UNSET = object()
 SHOWN_DIFFERENCES = 6
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
@@ -85,6 +88,8 @@ def settings_fingerprint(chosen: Mapping[str, Any], files: Mapping[str, Path]) -
 
 
 def _show(value: Any) -> str:
+    if value is UNSET:
+        return "unset"
     if isinstance(value, str):
         return f"{value[:12]}…" if _HEX_DIGEST.fullmatch(value) else value
     return json.dumps(value, default=str)
@@ -92,10 +97,12 @@ def _show(value: Any) -> str:
 
 def differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """'key: old → new' for every key both fingerprints hold with different values (keys added to the
-    config after a checkpoint was written are not differences)."""
+    config after a checkpoint was written are not differences), and for a SET_WHEN_USED key that one of
+    them holds: "unset" on the other side (a corpus weight, tag or noise, or transforms, added or removed)."""
     old, new = saved.get("settings", {}), current["settings"]
-    changed = sorted(key for key in old.keys() & new.keys() if old[key] != new[key])
-    return [f"{key}: {_show(old[key])} → {_show(new[key])}" for key in changed]
+    keys = old.keys() & new.keys() | {key for key in old.keys() ^ new.keys() if key in SET_WHEN_USED}
+    changed = sorted(key for key in keys if old.get(key, UNSET) != new.get(key, UNSET))
+    return [f"{key}: {_show(old.get(key, UNSET))} → {_show(new.get(key, UNSET))}" for key in changed]
 
 
 def check_same_run(checkpoint: Path, saved: Mapping[str, Any] | None, current: Mapping[str, Any]) -> None:

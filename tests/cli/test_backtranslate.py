@@ -10,6 +10,7 @@ start-up); only the run that must die by SIGKILL is a subprocess.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import logging
@@ -217,6 +218,21 @@ def test_invalid_utf8_names_the_line_and_a_rerun_with_replace_finishes(checkpoin
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "bt" / "report.json").read_text())
     assert (report["chunks_resumed"], report["replaced_lines"], report["pairs"]) == (1, 1, 6)
+
+
+@pytest.mark.parametrize("damage", ["not gzip", "truncated"])
+def test_a_damaged_gz_input_is_one_line_and_writes_nothing(checkpoint, tmp_path, damage):
+    """A .gz input that is not gzip, or ends early, stops the run with one line before anything is
+    written, so a rerun with the repaired file starts without force=true."""
+    source, whole = tmp_path / "mono.es.gz", gzip.compress("".join(line + "\n" for line in LINES).encode())
+    source.write_bytes(b"god created light\n" if damage == "not gzip" else whole[: len(whole) // 2])
+    refused = error_line(run(checkpoint, source, tmp_path / "bt"))
+    assert "mono.es.gz: cannot be read" in refused and "check or re-download the file" in refused
+    assert not (tmp_path / "bt").exists()
+    source.write_bytes(whole)
+    result = run(checkpoint, source, tmp_path / "bt")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert lines_of(corpus(tmp_path / "bt")[1]) == [line for line in GIVEN]
 
 
 def test_each_chunk_has_its_own_seed() -> None:

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import torch
 from commands import ENV, error_line, run_module
+from omegaconf import OmegaConf
 from tiny_models import TINY
 from toy_corpus import NARROWER, tiny_train_overrides
+
+from seq2seq.cli.data_config import training_corpora
 
 
 def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -123,3 +126,24 @@ def test_torchrun_two_processes_on_cpu(corpus: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((run_dir / "summary.json").read_text())["updates"] == 4
     assert "joined the gloo process group" in result.stdout + result.stderr
+
+
+def test_a_composition_of_total_weight_zero_is_refused_before_anything_is_built(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Item: weight 0 on the only corpus trained 0 updates and saved an untrained best.pt, exit 0."""
+    run_dir = tmp_path / "run"
+    extra = f"+data.extra_train=[{{src: {corpus / 'dev.en'}, tgt: {corpus / 'dev.es'}, weight: 0}}]"
+    for zeros in (["+data.train.weight=0"], ["+data.train.weight=0", extra]):
+        line = error_line(run_train(*tiny_train_overrides(corpus, run_dir), *zeros, cwd=tmp_path))
+        assert "data.train.weight=0" in line and "give at least one corpus a weight above 0" in line, line
+        assert ("data.extra_train[0].weight=0" in line) == (len(zeros) == 2), line
+        assert {p.name for p in run_dir.iterdir()} <= {"train.log"}  # no tokenizer, arrays or checkpoint
+
+
+def test_weight_zero_switches_off_one_of_several_corpora(corpus: Path) -> None:
+    data = OmegaConf.create({
+        "train": {"src": str(corpus / "train.en"), "tgt": str(corpus / "train.es")},
+        "extra_train": [{"src": str(corpus / "dev.en"), "tgt": str(corpus / "dev.es"), "weight": 0}],
+    })  # fmt: skip
+    assert [spec.weight for spec in training_corpora(data)] == [1.0, 0.0]

@@ -173,3 +173,66 @@ def test_two_processes_never_train_in_one_run_directory(corpus: Path, tmp_path: 
     hold_run_directory(run_dir)  # and a process may ask again for what it holds
     release_run_directory(run_dir)
     assert {p.name for p in run_dir.iterdir()} <= {".run.lock", ".hydra", "train.log"}  # (Hydra's own)
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    ("command", "log_name", "overrides"),
+    [("seq2seq.cli.train", "train.log", []),
+     ("seq2seq.cli.qe_train", "qe_train.log", ["model=encoder_only_tiny", "data_dir=no_such_dir"])],
+)  # fmt: skip
+def test_a_refused_second_run_changes_nothing_in_the_held_directory(
+    corpus: Path, tmp_path: Path, command: str, log_name: str, overrides: list[str]
+) -> None:
+    """Item: the second process used to be refused only after Hydra had rewritten the running run's
+    .hydra/ records (its config.yaml then named the refused command's settings)."""
+    run_dir = tmp_path / "busy"
+    (run_dir / ".hydra").mkdir(parents=True)
+    for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
+        (run_dir / ".hydra" / name).write_text(f"the running run's {name}\n", encoding="utf-8")
+    (run_dir / log_name).write_text("the running run's log\n", encoding="utf-8")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from seq2seq.train.run_dir import hold_run_directory; "
+         f"hold_run_directory({str(run_dir)!r}); print('held', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = tree(run_dir)
+        if command == "seq2seq.cli.train":
+            arguments = tiny_train_overrides(corpus, run_dir, *NARROWER)
+        else:
+            arguments = [*overrides, f"hydra.run.dir={run_dir}", "model.d_model=32"]
+        line = error_line(run_module(command, *arguments, cwd=tmp_path))
+        assert f"is in use: process {holder.pid} on" in line, line
+        assert tree(run_dir) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_run_writes_the_records_hydra_would_have_written(corpus: Path, tmp_path: Path) -> None:
+    """.hydra/ is written by the command (after the lock), with Hydra's own files and contents: here
+    Hydra writes its copy to another folder beside ours."""
+    run_dir = tmp_path / "run"
+    overrides = tiny_train_overrides(corpus, run_dir, "trainer.max_updates=1", "trainer.validate_every=1")
+    result = run_train(*overrides, "hydra.output_subdir=.by_hydra", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ours, theirs = tree(run_dir / ".hydra"), tree(run_dir / ".by_hydra")
+    assert set(ours) == {"config.yaml", "hydra.yaml", "overrides.yaml"} and ours == theirs
+
+
+def test_resuming_with_a_corpus_weight_added_stops_naming_it(
+    run_dir: Path, corpus: Path, tmp_path: Path
+) -> None:
+    """Item: a run without weights resumed with +data.train.weight=3 trained on (the weight's key is in a
+    fingerprint only when set, and keys only one side held were not compared)."""
+    before = contents(run_dir)
+    line = error_line(run_train(*tiny_train_overrides(corpus, run_dir, "+data.train.weight=3"), cwd=tmp_path))
+    assert 'data.train_mixing: unset → [{"weight": 3}]' in line and "run_name" in line, line
+    assert contents(run_dir) == before

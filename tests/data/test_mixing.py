@@ -238,3 +238,13 @@ def test_bad_transforms_are_one_line_errors(tmp_path, transforms, message):
     with pytest.raises(UserError) as error:
         cleaning_transforms(config)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_weights_that_round_to_an_empty_epoch_are_refused_and_a_corpus_left_out_is_said(caplog):
+    """round(weight x pairs) examples per corpus: weights that give 0 in all would train 0 updates."""
+    with pytest.raises(UserError, match=r"epoch of no pairs .*c0: weight 0.01 x 10 pairs.*raise"):
+        _mix((0.01, 0.001, 0.0))
+    with caplog.at_level("WARNING", logger="seq2seq.data.mixing"):
+        mix = _mix((0.01, 1.0, 1.0))
+    assert "corpus c0: weight 0.01 x 10 pairs rounds to no pair" in caplog.text
+    assert mix.counts(mix.epoch_indices(seed=1, epoch=0)) == [0, 40, 7]

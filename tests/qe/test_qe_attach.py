@@ -143,3 +143,20 @@ def test_the_server_answers_the_qe_score_with_the_confidence(
     assert "qe" not in translations[-1]
     plain = client.post("/translate", json={"text": TEXTS}).json()["translations"]
     assert plain == [t["translation"] for t in translations]
+
+
+def test_cli_qe_column_of_an_empty_translation_is_empty(models: tuple[Path, Path], tmp_path: Path) -> None:
+    """An output of no tokens (max_len_b=0 allows none) has no QE score: its column is empty, the line's
+    other columns stay where they are."""
+    mt, qe = models
+    source = tmp_path / "in.txt"
+    source.write_text("the man\n\n", encoding="utf-8")
+    result = run_module("seq2seq.cli.translate", f"checkpoint={mt}", f"input={source}", f"qe_checkpoint={qe}",
+                        "decode.max_len_a=0", "decode.max_len_b=0", "scores=true", "confidence=true",
+                        cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [line.split("\t") for line in result.stdout.split("\n")[:-1]]
+    assert len(rows) == 2 and rows[1] == [""]
+    text, score, confidence, estimate = rows[0]
+    assert (text, estimate) == ("", "")
+    assert float(score) < 0 and 0 <= float(confidence) <= 1

@@ -83,7 +83,7 @@ def test_a_rerun_reuses_passes_only_when_their_record_matches(
     record = qe_data / "passes" / "train.0.json"
     saved = json.loads(record.read_text())
     assert saved["checkpoint"] == str((finished_run / "checkpoint_2.pt").resolve())
-    assert saved["limit"] == 40 and saved["search"]["beam_size"] == 1
+    assert saved["limit"] == 40 and saved["search"]["beam_size"] == 1 and saved["precision"] == "fp32"
 
 
 def test_qe_training_resumes_exactly_and_seq2seq_qe_scores_as_python_does(

@@ -3,6 +3,7 @@ format and its errors, and fitting a pair into the model's positions."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from sacrebleu.metrics import CHRF, TER
 from seq2seq.errors import UserError
 from seq2seq.qe.corpus import read_qe_corpus, write_qe_corpus
 from seq2seq.qe.correlation import pearson, ranks, spearman
+from seq2seq.qe.generate import Pass, pass_record, run_pass
 from seq2seq.qe.inputs import fit_pair
 from seq2seq.qe.labels import sentence_labels
 
@@ -80,3 +82,22 @@ def test_fit_pair_shortens_the_longer_side_and_keeps_both_eos() -> None:
     short_source, short_translation = fit_pair(source, translation, 8)
     assert short_source == [10, 11, 12, 13, 3] and short_translation == [30, 31, 3]
     assert fit_pair([10, 3], [30, 3], 8) == ([10, 3], [30, 3])
+
+
+def test_a_pass_made_at_another_precision_is_translated_again(tmp_path: Path) -> None:
+    """Item: the pass record left out the precision, so a rerun with precision=bf16 reused the fp32
+    translations (and their labels) as if they were its own."""
+    checkpoint, source = tmp_path / "model.pt", tmp_path / "train.en"
+    checkpoint.write_bytes(b"weights")
+    source.write_text("the dog\n", encoding="utf-8")
+    one, calls = Pass("train", 0, checkpoint, "greedy"), []
+
+    def translate(_: Pass, sources: list[str]) -> list[str]:
+        calls.append(len(sources))
+        return [f"translation {len(calls)}"]
+
+    fp32, bf16 = (pass_record(one, source, limit=None, seed=1, precision=p) for p in ("fp32", "bf16"))
+    assert run_pass(one, ["the dog"], fp32, tmp_path / "passes", translate) == ["translation 1"]
+    assert run_pass(one, ["the dog"], fp32, tmp_path / "passes", translate) == ["translation 1"]  # reused
+    assert run_pass(one, ["the dog"], bf16, tmp_path / "passes", translate) == ["translation 2"]
+    assert json.loads((tmp_path / "passes" / "train.0.json").read_text())["precision"] == "bf16"

@@ -114,6 +114,28 @@ def test_extra_corpora_and_transforms_define_the_run(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "key, value, shown",
+    [("data.train", {"weight": 3}, 'data.train_mixing: unset → [{"weight": 3}]'),
+     ("data.train", {"noise": {"drop": 0.1}}, 'data.train_mixing: unset → [{"noise": {"drop": 0.1}}]'),
+     ("data.transforms", [{"_target_": "seq2seq.data.transforms.DropLengthRatio"}],
+      'data.transforms: unset → [{"_target_": "seq2seq.data.transforms.DropLengthRatio"}]')],
+)  # fmt: skip
+def test_a_weight_noise_or_transform_set_or_removed_on_resume_is_a_difference(
+    tmp_path: Path, key: str, value: Any, shown: str
+) -> None:
+    """These keys are in a fingerprint only when used (so an older checkpoint's stays the same): their
+    absence means "none", and setting or removing one on resume changes the training data."""
+    files = corpus(tmp_path / "corpus")
+    plain, used = run_fingerprint(CONFIG, files), run_fingerprint(changed(key, value), files)
+    assert differences(plain, used) == [shown]
+    old, new = shown.split(": ", 1)[1].split(" → ")
+    assert differences(used, plain) == [f"{shown.split(':')[0]}: {new} → {old}"]
+    for saved, current in ((plain, used), (used, plain)):
+        with pytest.raises(UserError, match=shown.split(":")[0]):
+            check_same_run(Path("last.pt"), saved, current)
+
+
 def _json(value: Any) -> str:
     import json
 
