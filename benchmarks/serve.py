@@ -6,6 +6,7 @@ against the same sentences translated offline in one call (the upper bound a ser
     python benchmarks/serve.py                               # runs/quickstart/best.pt, 400 test sentences
     python benchmarks/serve.py --checkpoint CKPT --sentences 200 --clients 1 8 32
     python benchmarks/serve.py --hostile --duration 60       # 60 s without the bad client, 60 s with it
+    python benchmarks/serve.py --encoding                    # checking and encoding the largest request
 
 The server runs in its own process with --threads threads (batch_wait_ms and max_tokens at their
 defaults); each client sends one Bible test sentence per request (beam 5) and waits for the answer
@@ -19,7 +20,9 @@ model, with or without HTTP), then runs the 32 good clients (one test sentence p
 --duration seconds alone and again for --duration seconds beside one bad client in a process of its
 own. The bad client sends, one after another as fast as it is answered, a sentence over the model's
 token limit (under max_chars), a lone surrogate, 200 kB of nested JSON, wrong types, invalid JSON, a
-wrong Content-Type, bodies over max_body_bytes (declared, and streamed without a length), and it
+wrong Content-Type, bodies over max_body_bytes (declared, and streamed without a length), constraint
+and avoid abuse (a 3,000-word phrase, more phrases than max_phrases, a lone surrogate in a phrase, an
+empty phrase, phrases that cannot be met: required and avoided, or more than the beam holds), and it
 disconnects mid-body and before its answer. Printed: good requests answered 200 (must be 100%), bad
 ones answered 4xx (must be 100%; the disconnects cannot be answered and are listed apart), 5xx answers
 seen by anyone or counted by the server (must be 0), the good clients' throughput with the bad client
@@ -40,12 +43,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from common import describe_machine, format_table, load_average, mib, print_headline
 
 ROOT = Path(__file__).resolve().parents[1]
+MAX_PHRASES = 16  # seq2seq-serve's default max_phrases (configs/serve.yaml)
 
 
 def free_port() -> int:
@@ -167,6 +172,17 @@ def bad_kinds(max_chars: int, max_body_bytes: int) -> dict[str, Callable]:
     wrong = itertools.cycle([{"text": 5}, {"text": ["a", 3]}, {"text": "a", "beam_size": "5"}, {"text": []},
                              {"text": "a", "speed": 1}, ["text"]])  # fmt: skip
     json_type = {"Content-Type": "application/json"}
+    text = "In the beginning God created the heaven and the earth."
+    words = [f"palabra{number}" for number in range(MAX_PHRASES + 1)]
+    too_long = " ".join(["Dios creó la luz"] * 750)  # 3,000 words: searched, it would hold the model long
+    too_many = itertools.cycle([{"text": text, "constraints": [words]}, {"text": text, "avoid": words}])
+    unmet = itertools.cycle([{"text": text, "constraints": [["Dios"]], "avoid": ["Dios"]},
+                             {"text": text, "beam_size": 1, "constraints": [["Dios", "luz"]]}])  # fmt: skip
+    surrogate = itertools.cycle([b'{"text": "In the beginning", "constraints": [["Dios \\ud800"]]}',
+                                 b'{"text": "In the beginning", "avoid": ["\\udfff luz"]}'])  # fmt: skip
+
+    def send(bodies: Iterator[dict]) -> Callable:
+        return lambda http, url: http.post(f"{url}/translate", json=next(bodies)).status_code
 
     def post(body: bytes, headers: dict = json_type) -> Callable:
         return lambda http, url: http.post(f"{url}/translate", content=body, headers=headers).status_code
@@ -179,7 +195,14 @@ def bad_kinds(max_chars: int, max_body_bytes: int) -> dict[str, Callable]:
         "over the token limit": post(json.dumps({"text": [long_line]}).encode()),
         "lone surrogate": post(b'{"text": ["fine", "ok \\ud800"]}'),
         "200 kB of nesting": post(b"[" * 200_000),
-        "wrong types": lambda http, url: http.post(f"{url}/translate", json=next(wrong)).status_code,
+        "wrong types": send(wrong),
+        "a 3,000-word phrase": send(itertools.repeat({"text": text, "constraints": [[too_long]]})),
+        "more phrases than max_phrases": send(too_many),
+        "lone surrogate in a phrase": lambda http, url: (
+            http.post(f"{url}/translate", content=next(surrogate), headers=json_type).status_code
+        ),
+        "an empty phrase": send(itertools.repeat({"text": text, "constraints": [["Dios", " "]]})),
+        "phrases that cannot be met": send(unmet),
         "invalid JSON": post(b'{"text": "unterminated'),
         "not JSON (a form)": post(b"text=hello", {"Content-Type": "application/x-www-form-urlencoded"}),
         "body over the limit": post(oversize),
@@ -290,6 +313,61 @@ def hostile(args: argparse.Namespace, lines: list[str]) -> None:
     print(f"load average at the end: {load_average()}")
 
 
+# ----------------------------------------------------------------------------- --encoding
+
+
+def largest_request(
+    data_dir: Path, translator: Any, limits: Any
+) -> tuple[list[str], list[list[str]], list[str]]:
+    """The largest request the limits allow: max_sentences texts of max_chars characters (the test set's
+    English, repeated), max_phrases target phrases of up to max_phrase_chars characters per text and in
+    "avoid" (Spanish test words the vocabulary spells without <unk>; no phrase is given twice)."""
+    english = " ".join((data_dir / "test.en").read_text(encoding="utf-8").split())
+    english *= limits.max_sentences * limits.max_chars // len(english) + 1
+    texts = [english[i * limits.max_chars : (i + 1) * limits.max_chars] for i in range(limits.max_sentences)]
+    words = iter((data_dir / "test.es").read_text(encoding="utf-8").split())
+    phrases: list[str] = []
+    while len(phrases) < (limits.max_sentences + 1) * limits.max_phrases:
+        phrase = ""
+        while len(phrase) < limits.max_phrase_chars - 20:
+            phrase = f"{phrase} {next(words)}".strip()
+        pieces = translator.tgt_tokenizer.encode(phrase)
+        if (
+            len(phrase) <= limits.max_phrase_chars
+            and phrase not in phrases
+            and translator.tgt_tokenizer.unk_id not in pieces
+        ):
+            phrases.append(phrase)
+    per_text = [phrases[i * limits.max_phrases : (i + 1) * limits.max_phrases] for i in range(len(texts))]
+    return texts, per_text, phrases[len(texts) * limits.max_phrases :]
+
+
+def encoding(args: argparse.Namespace) -> None:
+    """Milliseconds the event loop spends checking and encoding the largest request the default limits
+    allow, without and with its phrases (median of --repeats)."""
+    from seq2seq import Translator
+    from seq2seq.serve.requests import Limits, encode_request, encode_terms, parse_request
+
+    limits, translator = Limits(), Translator.from_checkpoint(args.checkpoint)
+    texts, constraints, avoid = largest_request(args.data_dir, translator, limits)
+    plain = {"text": texts, "beam_size": limits.max_beam_size}
+    rows = []
+    for name, request in (("texts only", plain), ("with phrases", {**plain, "constraints": constraints,
+                                                                   "avoid": avoid})):  # fmt: skip
+        body, times = json.dumps(request).encode(), []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            parsed = parse_request(body, limits, translator.options)
+            encode_terms(translator, parsed, encode_request(translator, parsed.texts))
+            times.append((time.perf_counter() - start) * 1000)
+        rows.append([name, f"{len(body):,}", f"{percentile(times, 0.5):.1f}", f"{max(times):.1f}"])
+    print(f"\n{limits.max_sentences} texts of {limits.max_chars} characters; {limits.max_phrases} "
+          f"phrases of <= {limits.max_phrase_chars} characters per text and in avoid; "
+          f"{args.repeats} runs\n")  # fmt: skip
+    print(format_table(["request", "body bytes", "median ms", "max ms"], rows))
+    print(f"load average at the end: {load_average()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, default=ROOT / "runs" / "quickstart" / "best.pt")
@@ -302,9 +380,15 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="--hostile: seconds of each phase")
     parser.add_argument("--good-clients", type=int, default=32, help="--hostile: well-behaved clients")
     parser.add_argument("--warmup", type=float, default=30.0, help="--hostile: seconds of good load first")
+    parser.add_argument("--encoding", action="store_true", help="time checking and encoding one request")
+    parser.add_argument("--repeats", type=int, default=20, help="--encoding: runs to take the median of")
     args = parser.parse_args()
     if not args.checkpoint.is_file():
         sys.exit(f"{args.checkpoint} does not exist; run scripts/quickstart.sh first or pass --checkpoint")
+    if args.encoding:
+        print(describe_machine(args.threads))
+        encoding(args)
+        return
     lines = (args.data_dir / "test.en").read_text(encoding="utf-8").splitlines()[: args.sentences]
     print(describe_machine(args.threads))
     if args.hostile:

@@ -28,7 +28,8 @@ from seq2seq.errors import UserError
 
 log = logging.getLogger("seq2seq.serve")
 # Numeric settings and their ranges: every one finite (Hydra reads `inf` and `nan` as numbers).
-LIMITS = {"max_sentences": 100_000, "max_chars": 1_000_000, "max_beam_size": 1024, "max_body_bytes": 1 << 30}
+LIMITS = {"max_sentences": 100_000, "max_chars": 1_000_000, "max_beam_size": 1024, "max_body_bytes": 1 << 30,
+          "max_phrases": 1024, "max_phrase_chars": 1_000_000}  # fmt: skip
 INTEGERS = {"max_tokens": (1, 10_000_000), "max_queue": (1, 1_000_000)}
 FLOATS = {"batch_wait_ms": (0, 60_000), "max_batch_wait_ms": (0, 60_000), "error_delay_ms": (0, 10_000),
           "request_timeout_s": (0.01, 86_400)}  # fmt: skip

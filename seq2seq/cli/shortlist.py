@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.cli.common import config_dir, exit_on_user_error
+from seq2seq.data.corpus import iter_corpus_lines, iter_line_pairs
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.shortlist import build_shortlist, tokenizer_digest
 from seq2seq.errors import UserError
@@ -26,28 +27,32 @@ log = logging.getLogger("seq2seq.shortlist")
 ENCODE_LINES = 4096  # lines tokenized per call
 
 
-def _open(path: str, what: str):
+def _readable(path: str, what: str) -> str:
+    """`path` made absolute, once it is known to open: the error names the setting, not the data config."""
+    absolute = hydra.utils.to_absolute_path(path)
     try:
-        return open(hydra.utils.to_absolute_path(path), encoding="utf-8", errors="replace")
+        open(absolute, "rb").close()
     except OSError as error:
         why = error.strerror
         raise UserError(f"{what}={path} cannot be read ({why}); pass an existing text file") from None
+    return absolute
 
 
 def _pairs(cfg: DictConfig, tokenizers: tuple[Tokenizer, Tokenizer]) -> Iterator[tuple[list[int], list[int]]]:
-    """Token-id pairs of the two files, read together a block at a time (memory flat in their size)."""
-    with _open(str(cfg.source), "source") as sources, _open(str(cfg.target), "target") as targets:
-        for line_number in itertools.count(0, ENCODE_LINES):
-            block = list(itertools.islice(itertools.zip_longest(sources, targets), ENCODE_LINES))
-            if not block:
-                return
-            if any(s is None or t is None for s, t in block):
-                shorter = "source" if any(s is None for s, _ in block) else "target"
-                raise UserError(f"{shorter}={cfg[shorter]} ends near line {line_number + len(block)} before "
-                                "the other file; give line-aligned source and target files")  # fmt: skip
-            src = tokenizers[0].encode_batch([s.rstrip("\n") for s, _ in block])
-            tgt = tokenizers[1].encode_batch([t.rstrip("\n") for _, t in block])
-            yield from zip(src, tgt)
+    """Token-id pairs of the two files (plain or .gz, read as training reads them: seq2seq.data.corpus),
+    a block at a time (memory flat in their size). Invalid UTF-8 becomes U+FFFD; files of unequal
+    length, or a damaged .gz, are one-line errors."""
+    source, target = _readable(str(cfg.source), "source"), _readable(str(cfg.target), "target")
+    lines = iter_line_pairs(
+        iter_corpus_lines(source, encoding_errors="replace"),
+        iter_corpus_lines(target, encoding_errors="replace"),
+        src_name=f"source={cfg.source}",
+        tgt_name=f"target={cfg.target}",
+    )
+    while block := list(itertools.islice(lines, ENCODE_LINES)):
+        src = tokenizers[0].encode_batch([s for s, _ in block])
+        tgt = tokenizers[1].encode_batch([t for _, t in block])
+        yield from zip(src, tgt)
 
 
 @exit_on_user_error

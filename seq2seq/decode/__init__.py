@@ -22,6 +22,7 @@ confidence.py   per-token probabilities and sentence confidence of a translation
 rerank.py       a QE model's score on every hypothesis, and n-best lists re-ranked by it
 pair_filter.py  TranslationScoreFilter: a cleaning transform that drops pairs a model finds unlikely
 shortlist.py    vocabulary shortlists: a lexical table, and each batch's output projection on its candidates
+teacher_forcing.py  the model's own log-probabilities of found outputs (confidence under a shortlist)
 translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
 text_input.py   reading text to translate or score (file or stdin, strict or lenient UTF-8)
 score.py        BLEU, chrF and TER with sacreBLEU signatures

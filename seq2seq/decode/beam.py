@@ -34,6 +34,7 @@ from seq2seq.decode.common import (
     Prefix,
     SpecialIds,
     StepRules,
+    StopCheck,
     finished_hypothesis,
     next_token_scores,
     start_search,
@@ -76,6 +77,7 @@ def beam_search(
     ids: SpecialIds = SPECIAL_IDS,
     all_finished: bool = False,
     avoid: Avoided | None = None,
+    stop: StopCheck | None = None,
 ) -> list[list[Hypothesis]]:
     """The `options.nbest` best hypotheses per sentence, best first (score = log_prob / GNMT penalty).
 
@@ -85,11 +87,14 @@ def beam_search(
     forced tokens count in the output, score and length. `all_finished`: every finished hypothesis, not
     only `nbest`; with `stop_early` which ones finish does not depend on the length penalty, so
     re-ranking them under another penalty gives exactly that penalty's search result. `avoid`: phrases
-    no output may contain (seq2seq.decode.constraints).
+    no output may contain (seq2seq.decode.constraints). `stop`: asked at every step; True ends the
+    search with SearchStopped (seq2seq.decode.common).
     Shapes: src (B, S) right-padded with pad_id -> B lists of `nbest` hypotheses.
     """
     beam_size, nbest = check_beam(options)
-    rules, state = start_search(model, src, options, copies=beam_size, prefix=prefix, ids=ids, avoid=avoid)
+    rules, state = start_search(
+        model, src, options, copies=beam_size, prefix=prefix, ids=ids, avoid=avoid, stop=stop
+    )
     ready = getattr(model, "returns_log_probs", False)  # an Ensemble scores the step itself
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)

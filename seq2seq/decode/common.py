@@ -12,7 +12,7 @@ Conventions for all searches:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from seq2seq.decode.penalties import (
     max_output_lengths,
     no_repeat_ngram_allowed,
 )
+from seq2seq.decode.shortlist import RowCandidates, sentence_candidates
 from seq2seq.errors import UserError
 from seq2seq.nn.kv_cache import DecoderState
 
@@ -38,6 +39,19 @@ log = logging.getLogger(__name__)
 # A shared prefix (list of ids or a (P,) tensor), per-sentence prefixes (list of lists, lengths may
 # differ), or a (B, P) tensor right-padded with the pad id.
 Prefix = Sequence[int] | Sequence[Sequence[int]] | Tensor | None
+# Asked once per decoding step (and before each batch of a search): True ends the search with SearchStopped.
+StopCheck = Callable[[], bool]
+
+
+class SearchStopped(Exception):
+    """A search ended early because its caller's `stop` check said so (seq2seq.serve: every request
+    waiting for it has gone); it has no result. Not a UserError: nobody made a mistake."""
+
+
+def check_stop(stop: StopCheck | None) -> None:
+    """Raise SearchStopped when `stop` says the search is no longer wanted."""
+    if stop is not None and stop():
+        raise SearchStopped("the search was stopped: nobody waits for its result")
 
 
 @dataclass(frozen=True)
@@ -82,6 +96,8 @@ class StepRules:
     no_repeat_ngram_size: int
     ids: SpecialIds
     avoid: Avoided | None = None  # phrases no output may contain (seq2seq.decode.constraints)
+    candidates: RowCandidates | None = None  # under a shortlist: the tokens each row's sentence may produce
+    stop: StopCheck | None = None  # asked at every step (`next_token_scores`): True ends the search
 
     def select(self, index: Tensor) -> StepRules:
         """The rules for rows `index` (after beams are reordered or finished sentences dropped)."""
@@ -94,6 +110,8 @@ class StepRules:
             self.no_repeat_ngram_size,
             self.ids,
             self.avoid,
+            None if self.candidates is None else self.candidates.select(index),
+            stop=self.stop,
         )
 
 
@@ -112,10 +130,19 @@ def next_token_logprobs_(logits: Tensor) -> Tensor:
 def next_token_scores(logits: Tensor, tokens: Tensor, rules: StepRules, *, log_probs: bool = False) -> Tensor:
     """The step's constrained float32 log-probabilities, computed over `logits` (the caller gives them up);
     `log_probs`: the model's decode_step returned log-probabilities already (an Ensemble), used as they are.
+    Under a shortlist each row is normalised over its own sentence's candidates (`rules.candidates`), as
+    if its sentence were searched alone; an Ensemble does the same for each member itself.
+
+    Raises SearchStopped first when `rules.stop` says so: every search loop comes here once a step.
 
     Shapes: logits (N, V); tokens (N, 1 + step) = bos and the output so far -> (N, V).
     """
-    return constrain_(logits.float() if log_probs else next_token_logprobs_(logits), tokens, rules)
+    check_stop(rules.stop)
+    if log_probs:
+        return constrain_(logits.float(), tokens, rules)
+    if rules.candidates is not None:
+        logits = rules.candidates.restrict_(logits.float())
+    return constrain_(next_token_logprobs_(logits), tokens, rules)
 
 
 def start_search(
@@ -127,10 +154,13 @@ def start_search(
     prefix: Prefix,
     ids: SpecialIds,
     avoid: Avoided | None = None,
+    stop: StopCheck | None = None,
 ) -> tuple[StepRules, DecoderState]:
-    """What every search does first: check the arguments, build the rules for B * copies rows, encode
-    the sources and make the decoder state, its caches sized for the longest output allowed (static
-    caches, seq2seq.decode.compiled: all of it; growing ones: up to `cache_steps`)."""
+    """What every search does first: check the arguments, build the rules for B * copies rows (with the
+    batch's per-sentence shortlist candidates, under seq2seq.decode.shortlist.restricted), encode the
+    sources and make the decoder state, its caches sized for the longest output allowed (static caches,
+    seq2seq.decode.compiled: all of it; growing ones: up to `cache_steps`). `stop`: asked at every step
+    (StepRules.stop)."""
     check_search_arguments(model, src, options)
     rules = build_rules(
         src,
@@ -140,6 +170,8 @@ def start_search(
         ids=ids,
         longest_allowed=output_room(model, src),
         avoid=avoid,
+        candidates=sentence_candidates(model),
+        stop=stop,
     )
     longest = int(rules.max_lens.max()) if rules.max_lens.numel() else 0
     steps = longest + 1 if getattr(model, "static_decoding", False) else cache_steps(longest)
@@ -254,10 +286,13 @@ def build_rules(
     ids: SpecialIds,
     longest_allowed: int | Tensor | None = None,
     avoid: Avoided | None = None,
+    candidates: Tensor | None = None,
+    stop: StopCheck | None = None,
 ) -> StepRules:
     """The length limits and constraints of `options` for B * copies rows (row b * copies + k belongs to
     sentence b), built once per search; no limit exceeds `longest_allowed` (the model's positions: one
-    number, or one per sentence (B,))."""
+    number, or one per sentence (B,)). `candidates` (B, V) bool: the tokens each sentence may produce
+    (a shortlist's). `stop`: StepRules.stop."""
     forced = prepare_prefix(prefix, src.shape[0], device=src.device, ids=ids)
     prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != ids.pad).sum(dim=1)
     limits = max_output_lengths(
@@ -281,7 +316,12 @@ def build_rules(
         max_lens = max_lens.repeat_interleave(copies)
         forced = None if forced is None else forced.repeat_interleave(copies, dim=0)
     first_limit = int(max_lens.min()) if max_lens.numel() else 0
-    return StepRules(options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, ids, avoid)
+    if candidates is not None and candidates.shape[0] != src.shape[0]:
+        raise ValueError(f"shortlist candidates for {candidates.shape[0]} sentences, not {src.shape[0]}")
+    rows = None if candidates is None else RowCandidates.of(candidates.to(src.device), copies)
+    return StepRules(
+        options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, ids, avoid, rows, stop
+    )
 
 
 def finished_hypothesis(tokens: list[int], positional_scores: list[float], alpha: float) -> Hypothesis:
@@ -295,9 +335,12 @@ __all__ = [
     "SPECIAL_IDS",
     "Hypothesis",
     "Prefix",
+    "SearchStopped",
     "SpecialIds",
     "StepRules",
+    "StopCheck",
     "build_rules",
+    "check_stop",
     "constrain_",
     "longest_output_allowed",
     "next_token_scores",

@@ -4,7 +4,9 @@ One definition for the Translator, seq2seq-translate and seq2seq-serve:
   * token log-probabilities: a hypothesis' `positional_scores`, the model's own log-probability of each
     output token given the source and the tokens before it, the final eos included (constraints only
     forbid tokens, forced prefix tokens keep theirs, sampling chooses with temperature / top-k / top-p
-    but records the untempered value; an ensemble's is the mean of its members' log-probabilities);
+    but records the untempered value; an ensemble's is the mean of its members' log-probabilities; a
+    search on a vocabulary shortlist, normalised over each sentence's candidates, has its outputs
+    scored again over the whole vocabulary: seq2seq.decode.teacher_forcing);
   * `token_probs`: their exponents, one per output piece plus one for "</s>";
   * `mean_log_prob`: their mean; `confidence` = exp(mean_log_prob), the geometric mean of the token
     probabilities, in (0, 1].

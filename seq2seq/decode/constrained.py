@@ -44,6 +44,7 @@ from seq2seq.decode.common import (
     Prefix,
     SpecialIds,
     StepRules,
+    StopCheck,
     next_token_scores,
     start_search,
 )
@@ -74,17 +75,21 @@ def constrained_beam_search(
     ids: SpecialIds = SPECIAL_IDS,
     avoid: Avoided | None = None,
     continuing: Tensor | None = None,
+    stop: StopCheck | None = None,
 ) -> list[list[Hypothesis]]:
     """The `options.nbest` best hypotheses per sentence that contain its phrases (module docstring).
 
     `constraints`: one list of phrases per sentence (each a list of target ids; [] for none). A forced
     prefix counts towards them. `continuing` (V,) bool: the target pieces that continue a word
     (seq2seq.decode.constraints.continuing_pieces); with them a phrase counts only on word boundaries.
+    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.common).
     Shapes: src (B, S) right-padded with pad_id -> B lists of hypotheses.
     """
     beam_size, nbest = check_beam(options)
     check_constraints(constraints, batch=src.shape[0], beam_size=beam_size, ids=ids)
-    rules, state = start_search(model, src, options, copies=beam_size, prefix=prefix, ids=ids, avoid=avoid)
+    rules, state = start_search(
+        model, src, options, copies=beam_size, prefix=prefix, ids=ids, avoid=avoid, stop=stop
+    )
     ready = getattr(model, "returns_log_probs", False)  # an Ensemble scores the step itself
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)

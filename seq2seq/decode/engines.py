@@ -15,6 +15,7 @@ itself; each hypothesis then says which engine found it. Avoided phrases are CTr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -26,7 +27,7 @@ import torch
 from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis, SpecialIds
+from seq2seq.decode.common import Hypothesis, SpecialIds, StopCheck, check_stop
 from seq2seq.decode.compiled import compile_setting, should_compile, use_eager_decoding, use_static_decoding
 from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.options import SearchOptions
@@ -61,6 +62,10 @@ class TorchEngine:
         self.model, self.ids, self.device, self.precision = model.to(device).eval(), ids, device, precision
         self.shortlist, self.compile, self.quantization = shortlist, compile_setting(compile), quantization
         self.compiled = False  # whether searches run the compiled step now
+        # compile=auto switches the model between static and eager decoding per search: a search holds
+        # this lock from its switch to its end, so another thread's switch cannot land in between (where
+        # start_search has sized growing caches and init_state would build static ones that size)
+        self._one_choice = threading.RLock() if self.compile == "auto" else contextlib.nullcontext()
         if self.compile == "true":  # a setting that cannot work fails now, not at the first request
             self._choose_step(0, greedy=True)
 
@@ -87,18 +92,21 @@ class TorchEngine:
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
         prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
-        constraints: Constraints = None, avoid: Avoid = None,
+        constraints: Constraints = None, avoid: Avoid = None, stop: StopCheck | None = None,
     ) -> list[list[Hypothesis]]:  # fmt: skip
-        """`confidence` changes nothing here: our searches always record each token's log-probability.
-        `constraints` (target phrases per source) and `avoid`: seq2seq.decode.search.search_ids."""
+        """`confidence`: our searches always record each token's log-probability; under a shortlist they
+        are then scored over the full vocabulary (search_ids). `constraints` (target phrases per source),
+        `avoid` and `stop` (asked at every step): seq2seq.decode.search.search_ids."""
         constrained = constraints is not None and any(constraints)
         greedy = not options.searches_beams and not options.sampling and not constrained
-        self._choose_step(len(sources), greedy=greedy)
-        results = search_ids(
-            self.model, sources, options=options, ids=self.ids, device=self.device, max_tokens=max_tokens,
-            precision=self.precision, prefixes=prefixes, on_batch=on_batch, shortlist=self.shortlist,
-            constraints=constraints, avoid=avoid, continuing=self.continuing,
-        )  # fmt: skip
+        with self._one_choice:
+            self._choose_step(len(sources), greedy=greedy)
+            results = search_ids(
+                self.model, sources, options=options, ids=self.ids, device=self.device, max_tokens=max_tokens,
+                precision=self.precision, prefixes=prefixes, on_batch=on_batch, shortlist=self.shortlist,
+                constraints=constraints, avoid=avoid, continuing=self.continuing, confidence=confidence,
+                stop=stop,
+            )  # fmt: skip
         if constraints is not None:
             mark_engine(results, self.name)
         return results
@@ -175,21 +183,23 @@ class CTranslate2Engine:
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
         prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
-        constraints: Constraints = None, avoid: Avoid = None,
+        constraints: Constraints = None, avoid: Avoid = None, stop: StopCheck | None = None,
     ) -> list[list[Hypothesis]]:  # fmt: skip
         """`confidence`: each hypothesis also gets its per-token log-probabilities (`score_tokens`).
-        Sources with constraints go to our engine (module docstring); `avoid` is suppress_sequences."""
+        Sources with constraints go to our engine (module docstring); `avoid` is suppress_sequences.
+        `stop` is asked before each batch (CTranslate2 runs a batch to its end)."""
         results: list[list[Hypothesis]] = [[] for _ in sources]
         mine = [i for i, source in enumerate(sources) if source and constraints and constraints[i]]
         if mine:
             results = self._search_constrained(sources, mine, options, max_tokens, prefixes, on_batch,
-                                               constraints, avoid)  # fmt: skip
+                                               constraints, avoid, stop)  # fmt: skip
         suppressed = [_pieces(self.tgt_tokenizer, phrase) for phrase in avoid or []]
         skip = set(mine)
         todo = [i for i, source in enumerate(sources) if source and i not in skip]
         if options.sampling:
             import_ctranslate2().set_random_seed(options.seed)
         for batch in length_sorted_batches([len(sources[i]) for i in todo], max_tokens):
+            check_stop(stop)
             indices = [todo[i] for i in batch]
             forced = None if prefixes is None else [list(prefixes[i]) for i in indices]
             outputs = self._search_batch([sources[i] for i in indices], forced, options, suppressed)
@@ -206,6 +216,7 @@ class CTranslate2Engine:
     def _search_constrained(
         self, sources: list[list[int]], mine: list[int], options: SearchOptions, max_tokens: int,
         prefixes: Sequence[Sequence[int]] | None, on_batch: OnBatch, constraints: Constraints, avoid: Avoid,
+        stop: StopCheck | None,
     ) -> list[list[Hypothesis]]:  # fmt: skip
         """Our engine's results for the sources `mine` (those with constraints), [] for the others."""
         if self.fallback is None:
@@ -216,7 +227,7 @@ class CTranslate2Engine:
         found = engine.search(
             [sources[i] for i in mine], options, max_tokens=max_tokens, on_batch=on_batch,
             prefixes=None if prefixes is None else [prefixes[i] for i in mine],
-            constraints=[constraints[i] for i in mine] if constraints else None, avoid=avoid,
+            constraints=[constraints[i] for i in mine] if constraints else None, avoid=avoid, stop=stop,
         )  # fmt: skip
         results: list[list[Hypothesis]] = [[] for _ in sources]
         for index, nbest in zip(mine, found):

@@ -5,7 +5,9 @@ together with the beams.
 An Ensemble has the interface the searches use (encode, init_state, decode_step, config, pad_id), so
 greedy, beam and sampling search run it unchanged; its decode_step returns log-probabilities already
 (`returns_log_probs`), which the searches then use as they are: the mean of log-probabilities is not
-renormalised, so a hypothesis' score is exactly the mean of what each model gives it.
+renormalised, so a hypothesis' score is exactly the mean of what each model gives it. Under a vocabulary
+shortlist each member's log-probabilities are over the row's own sentence's candidates (the state carries
+them, seq2seq.decode.shortlist.RowCandidates), as the single model's are.
 """
 
 from __future__ import annotations
@@ -17,19 +19,24 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from seq2seq.decode.shortlist import RowCandidates, sentence_candidates
 from seq2seq.errors import UserError
 from seq2seq.nn.kv_cache import DecoderState
 
 
 @dataclass
 class EnsembleState:
-    """One DecoderState per model; `reorder` moves them all the same way."""
+    """One DecoderState per model; `reorder` moves them all the same way, and the rows' shortlist
+    candidates with them."""
 
     states: list[DecoderState]
+    candidates: RowCandidates | None = None
 
     def reorder(self, index: Tensor, *, memory: bool | Tensor = True) -> EnsembleState:
         for state in self.states:
             state.reorder(index, memory=memory)
+        if self.candidates is not None:
+            self.candidates = self.candidates.select(index)
         return self
 
 
@@ -66,10 +73,11 @@ class Ensemble(nn.Module):
     def init_state(
         self, memories: list[Any], beam_size: int = 1, max_steps: int | None = None
     ) -> EnsembleState:
+        keep = sentence_candidates(self)  # (B, V) under a shortlist
         return EnsembleState([
             model.init_state(memory, beam_size=beam_size, max_steps=max_steps)
             for model, memory in zip(self.members, memories)
-        ])  # fmt: skip
+        ], None if keep is None else RowCandidates.of(keep, beam_size))  # fmt: skip
 
     def output_room(self, src: Tensor) -> Tensor:
         """The tightest member's room for output tokens. Shapes: src (B, S) -> (B,)."""
@@ -77,10 +85,15 @@ class Ensemble(nn.Module):
         return torch.stack(rooms).amin(dim=0)
 
     def decode_step(self, prev_tokens: Tensor, state: EnsembleState) -> tuple[Tensor, EnsembleState]:
-        """Mean of the models' next-token log-probabilities. Shapes: prev_tokens (N, t) -> (N, V)."""
+        """Mean of the models' next-token log-probabilities, each over the row's shortlist candidates when
+        there are some. Shapes: prev_tokens (N, t) -> (N, V)."""
         total: Tensor | None = None
+        outside = None if state.candidates is None else state.candidates.outside()  # (N, V)
         for model, member_state in zip(self.members, state.states):
             logits, _ = model.decode_step(prev_tokens, member_state)  # (N, V)
-            logprobs = torch.log_softmax(logits.float(), dim=-1)
+            logits = logits.float()
+            if outside is not None:
+                logits.masked_fill_(outside, float("-inf"))
+            logprobs = torch.log_softmax(logits, dim=-1)
             total = logprobs if total is None else total.add_(logprobs)
         return total.div_(len(self.members)), state  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from seq2seq.decode.common import (
     Hypothesis,
     Prefix,
     SpecialIds,
+    StopCheck,
     finished_hypothesis,
     next_token_scores,
     start_search,
@@ -38,10 +39,12 @@ def greedy_search(
     prefix: Prefix = None,
     ids: SpecialIds = SPECIAL_IDS,
     avoid: Avoided | None = None,
+    stop: StopCheck | None = None,
 ) -> list[Hypothesis]:
     """The most likely next token at every step, for a batch of right-padded sources.
 
     Uses the length rules of `options` (beam size, length penalty and sampling settings do not apply).
+    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.common).
     Shapes: src (B, S) -> B hypotheses; score = log_prob (no length penalty).
     """
     paths = decode_paths(
@@ -53,6 +56,7 @@ def greedy_search(
         prefix=prefix,
         ids=ids,
         avoid=avoid,
+        stop=stop,
     )
     return [sentence[0] for sentence in paths]
 
@@ -68,9 +72,12 @@ def decode_paths(
     prefix: Prefix,
     ids: SpecialIds,
     avoid: Avoided | None = None,
+    stop: StopCheck | None = None,
 ) -> list[list[Hypothesis]]:
     """Decode `copies` independent paths per sentence; returns B lists of `copies` hypotheses."""
-    rules, state = start_search(model, src, options, copies=copies, prefix=prefix, ids=ids, avoid=avoid)
+    rules, state = start_search(
+        model, src, options, copies=copies, prefix=prefix, ids=ids, avoid=avoid, stop=stop
+    )
     ready = getattr(model, "returns_log_probs", False)
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row

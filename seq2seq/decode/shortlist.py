@@ -4,15 +4,22 @@ tokens instead of the whole vocabulary (what Marian's lexical shortlists and CTr
 A `Shortlist` holds a lexical table learned from parallel training text (`build_shortlist`): for every
 source token, the `per_source` target tokens it co-occurs with most strongly (Dice coefficient over
 sentence pairs: 2 c(s, t) / (c(s) + c(t)), so a target token frequent everywhere does not fill every
-row), plus the `frequent` most common target tokens. A batch's candidates are the frequent tokens, the
-rows of the tokens in its sources, its forced prefixes' tokens and the special ids, sorted.
+row), plus the `frequent` most common target tokens. A sentence's candidates (`Shortlist.keep`) are the
+frequent tokens, the rows of the tokens in its source, its forced prefix's and constraints' tokens and
+the special ids.
 
-`restricted(model, candidates)` swaps the model's output projection(s) for a `CandidateProjection`
-during one batch: logits for the candidates, -inf for every other token, so each search (greedy, beam,
-sampling, ensembles) runs unchanged, renormalised over the candidates. The swap holds a lock for the
-batch, so one Translator called from several threads searches one batch at a time, each with its own
-candidates, and always gets its own projection back. A shortlist that holds every
-token the full-vocabulary search would pick gives the same greedy output (tests/decode/test_shortlist.py).
+`restricted(model, keep)` swaps the model's output projection(s) for a `CandidateProjection` during one
+batch: it computes the union of the batch's candidates (one product for the batch: the speed) and gives
+-inf to every other token. The per-sentence candidates stay with it (`sentence_candidates`), and
+whatever normalises a step (seq2seq.decode.common.next_token_scores; an Ensemble for each member) first
+gives -inf to the tokens outside each row's own sentence's candidates. So a sentence's output and scores
+are those of searching it alone, whatever its batch-mates (under a server's dynamic batching too). Its
+token log-probabilities are then normalised over its candidates: where confidence is asked for, the
+found outputs are scored again over the full vocabulary (seq2seq.decode.teacher_forcing), so confidence
+stays the model's own. The swap holds a lock for the batch, so one Translator called from several
+threads searches one batch at a time, each with its own candidates, and always gets its own projection
+back. A shortlist that holds every token the full-vocabulary search would pick gives the same greedy
+output (tests/decode/test_shortlist.py).
 
 The file (`Shortlist.save`) records the sha256 of both tokenizers, and `Shortlist.load` refuses a model
 whose tokenizers differ: a table of another vocabulary would give wrong tokens without an error.
@@ -54,13 +61,26 @@ class Shortlist:
     tgt_vocab_size: int
     digests: tuple[str, str]  # sha256 of the source and target tokenizers' model bytes
 
-    def candidates(self, src: Tensor, prefixes: Sequence[Sequence[int]] | None = None) -> Tensor:
-        """The sorted target ids a batch may produce. Shapes: src (B, S) -> (C,)."""
-        rows = self.table[src.flatten().clamp(0, self.table.shape[0] - 1).unique()].flatten()  # (R * K,)
-        parts = [rows[rows >= 0], self.frequent, self.always]
-        if prefixes:
-            parts.append(torch.tensor([token for prefix in prefixes for token in prefix], dtype=torch.long))
-        return torch.cat([part.long().cpu() for part in parts]).unique()  # sorted
+    def keep(self, src: Tensor, needed: Sequence[Sequence[int]] | None = None, *, pad_id: int) -> Tensor:
+        """Per sentence, the target ids it may produce: the frequent and special ids, the rows of its own
+        source tokens (pad ignored) and its `needed` ids (one list per sentence: a forced prefix's and
+        constraints' tokens). Shapes: src (B, S) -> (B, V) bool, on the CPU."""
+        src = src.cpu()
+        nowhere = self.tgt_vocab_size  # a column for the table's -1 entries, dropped at the end
+        rows = self.table[src.clamp(0, self.table.shape[0] - 1)].long()  # (B, S, K)
+        rows = rows.masked_fill((src == pad_id)[:, :, None] | (rows < 0), nowhere).flatten(1)  # (B, S * K)
+        keep = torch.zeros(src.shape[0], nowhere + 1, dtype=torch.bool).scatter_(1, rows, True)[:, :nowhere]
+        keep[:, torch.cat([self.frequent, self.always]).long()] = True
+        for row, tokens in enumerate(needed or []):
+            keep[row, torch.tensor(list(tokens), dtype=torch.long)] = True
+        return keep
+
+    def candidates(
+        self, src: Tensor, needed: Sequence[Sequence[int]] | None = None, *, pad_id: int = 0
+    ) -> Tensor:
+        """The sorted target ids a batch may produce: the union of its sentences' (`keep`). Shapes: src (B, S)
+        -> (C,)."""
+        return self.keep(src, needed, pad_id=pad_id).any(dim=0).nonzero().squeeze(1)
 
     def save(self, path: Path) -> None:
         save_checkpoint(path, {
@@ -165,19 +185,59 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
         yield chunk
 
 
-class CandidateProjection(nn.Module):
-    """An output projection restricted to `candidates`: their logits, -inf for every other token.
+@dataclass(frozen=True)
+class RowCandidates:
+    """The target ids each decoded row may produce: its sentence's shortlist candidates. Rows follow the
+    search (beams reordered, finished sentences dropped) through `select`, as its other rules do.
 
-    Shapes: hidden (..., D) -> (..., V). `weight` (V, D) is the full projection's float weight; int8
-    computes the candidates' rows on the int8 kernel, as the projection it stands in for does.
+    Shapes: keep (B, V) bool, per sentence of the batch; rows (N,) long, the sentence of each row.
     """
 
-    def __init__(self, weight: Tensor, candidates: Tensor, *, int8: bool) -> None:
+    keep: Tensor
+    rows: Tensor
+
+    @classmethod
+    def of(cls, keep: Tensor, copies: int) -> RowCandidates | None:
+        """For B * copies rows, row b * copies + k being sentence b's (how every search lays them out);
+        None where every sentence has the same candidates (one sentence, say): the projection's -inf
+        outside them already restricts every row."""
+        if bool((keep == keep[:1]).all()):
+            return None
+        return cls(keep, torch.arange(keep.shape[0], device=keep.device).repeat_interleave(copies))
+
+    def select(self, index: Tensor) -> RowCandidates:
+        return RowCandidates(self.keep, self.rows.index_select(0, index))
+
+    def outside(self) -> Tensor:
+        """Where a token is not one of the row's sentence's candidates. Shapes: -> (N, V) bool."""
+        return self.keep.index_select(0, self.rows).logical_not_()
+
+    def restrict_(self, logits: Tensor) -> Tensor:
+        """-inf, in place, for every token outside the row's own sentence's candidates: applied before
+        normalising, it makes each row's distribution the one its sentence alone would get.
+        Shapes: logits (N, V) -> (N, V)."""
+        return logits.masked_fill_(self.outside(), float("-inf"))
+
+
+class CandidateProjection(nn.Module):
+    """An output projection restricted to the union of a batch's candidates: their logits, -inf for every
+    other token; `keep` (B, V) holds each sentence's own candidates for the step that normalises.
+
+    Shapes: hidden (..., D) -> (..., V). An int8 projection computes the candidates' rows of its own int8
+    weights (Int8Linear.rows): the same numbers as the full projection, with no float copy kept.
+    """
+
+    def __init__(self, output: OutputProjection | Int8Linear, keep: Tensor) -> None:
         super().__init__()
-        self.vocab_size = weight.shape[0]
-        self.candidates = candidates.to(weight.device)  # (C,)
-        rows = weight.detach().index_select(0, self.candidates)  # (C, D)
-        self.project = Int8Linear(rows, None) if int8 else (lambda hidden: linear(hidden, rows))
+        self.vocab_size = keep.shape[1]
+        device = output.weight.device if isinstance(output, OutputProjection) else torch.device("cpu")
+        self.keep = keep.to(device)  # (B, V)
+        self.candidates = self.keep.any(dim=0).nonzero().squeeze(1)  # (C,)
+        if isinstance(output, Int8Linear):
+            self.project = output.rows(self.candidates)
+        else:
+            rows = output.weight.detach().index_select(0, self.candidates)  # (C, D)
+            self.project = lambda hidden: linear(hidden, rows)
 
     def forward(self, hidden: Tensor) -> Tensor:
         small = self.project(hidden)  # (..., C)
@@ -193,30 +253,48 @@ def _outputs(model: nn.Module) -> list[nn.Module]:
     ]
 
 
+def sentence_candidates(model: nn.Module) -> Tensor | None:
+    """The per-sentence candidates (B, V) of the batch `model` searches under `restricted`; None outside."""
+    return next((m.keep for m in model.modules() if isinstance(m, CandidateProjection)), None)
+
+
 _SWAP = threading.Lock()  # one restricted batch at a time: the swap changes the shared model
 
 
 @contextmanager
-def restricted(model: nn.Module, candidates: Tensor) -> Iterator[None]:
-    """Within the block, every output projection of `model` computes only `candidates` (module docstring)."""
+def restricted(model: nn.Module, keep: Tensor) -> Iterator[None]:
+    """Within the block, every output projection of `model` computes only the candidates of `keep`
+    (B, V), each sentence's (`Shortlist.keep`; module docstring)."""
     with _SWAP:
-        yield from _swapped(model, candidates)
+        yield from _swapped(model, keep)
 
 
-def _swapped(model: nn.Module, candidates: Tensor) -> Iterator[None]:
+@contextmanager
+def full_vocabulary(model: nn.Module) -> Iterator[None]:
+    """Within the block, `model` has its full output projections: no other thread's batch swaps them."""
+    with _SWAP:
+        yield
+
+
+def _swapped(model: nn.Module, keep: Tensor) -> Iterator[None]:
     owners = _outputs(model)
     saved = [owner.output for owner in owners]
     try:
         for owner, output in zip(owners, saved):
-            weight = output.weight if isinstance(output, OutputProjection) else output.float_weight
-            if weight is None:
-                raise UserError("this int8 model's output projection kept no float weight; load it again "
-                                "with quantization=int8 and the shortlist together")  # fmt: skip
-            owner.output = CandidateProjection(weight, candidates, int8=isinstance(output, Int8Linear))
+            owner.output = CandidateProjection(output, keep)
         yield
     finally:
         for owner, output in zip(owners, saved):
             owner.output = output
 
 
-__all__ = ["CandidateProjection", "Shortlist", "build_shortlist", "restricted", "tokenizer_digest"]
+__all__ = [
+    "CandidateProjection",
+    "RowCandidates",
+    "Shortlist",
+    "build_shortlist",
+    "full_vocabulary",
+    "restricted",
+    "sentence_candidates",
+    "tokenizer_digest",
+]

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis, SpecialIds
+from seq2seq.decode.common import Hypothesis, SpecialIds, StopCheck
 from seq2seq.decode.compiled import compile_setting
 from seq2seq.decode.confidence import Translation, confidence_of
 from seq2seq.decode.constraint_input import (
@@ -325,20 +325,23 @@ class Translator:
         confidence: bool = False,
         constraints: list[list[list[int]]] | None = None,
         avoid: list[list[int]] | None = None,
+        stop: StopCheck | None = None,
     ) -> list[list[Hypothesis]]:
         """The n-best hypotheses of every source (token ids ending in eos; [] gives []). `confidence`:
         every hypothesis carries its per-token log-probabilities (`positional_scores`, eos included), as
         `translations` needs them; our engine always gives them, CTranslate2 only when asked. With a QE
         model every hypothesis carries its `qe` score; with a re-ranking weight the search keeps the
         beam's n-best (beam_size of them), orders them by score + weight * qe and keeps `nbest`.
-        `constraints` / `avoid`: `encode_constraints`' results; unmet phrases are logged (`log_unmet`)."""
+        `constraints` / `avoid`: `encode_constraints`' results; unmet phrases are logged (`log_unmet`).
+        `stop`: asked before each batch and at every decoding step; True ends the search with
+        seq2seq.decode.common.SearchStopped (a server stops a search nobody waits for any more)."""
         options = options or self.options
         wanted = options.nbest
         if self.rerank_weight is not None and options.searches_beams:
             options = options.replace(nbest=options.beam_size)
         results = self.engine.search(
             sources, options, max_tokens=max_tokens, prefixes=prefixes, on_batch=on_batch,
-            confidence=confidence, constraints=constraints, avoid=avoid,
+            confidence=confidence, constraints=constraints, avoid=avoid, stop=stop,
         )  # fmt: skip
         if constraints is not None:
             log_unmet(results, no_repeat_ngram_size=options.no_repeat_ngram_size)

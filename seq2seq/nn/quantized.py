@@ -49,24 +49,45 @@ def _reduce_range() -> bool:
 class Int8Linear(nn.Module):
     """y = x W^T + b with W in int8 (a scale per output row) and x quantized per call.
 
-    Shapes: x (..., in) -> (..., out). Built from a float weight (out, in) and bias (out,) or None.
-    `keep_float`: also keep (a reference to) the float weight as `float_weight`, for a vocabulary
-    shortlist, which packs the rows it needs (seq2seq.decode.shortlist); None otherwise.
+    Shapes: x (..., in) -> (..., out). Built from a float weight (out, in) and bias (out,) or None; it
+    keeps no float copy (`rows` takes a vocabulary shortlist's rows from the int8 weights themselves).
     """
 
-    def __init__(self, weight: Tensor, bias: Tensor | None, *, keep_float: bool = False) -> None:
+    def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
         super().__init__()
-        self.float_weight = weight if keep_float else None
         weight = weight.detach().float().cpu()
         scales = (weight.abs().amax(dim=1) / 127.0).clamp_min(1e-12).double()  # (out,)
         zero_points = torch.zeros(weight.shape[0], dtype=torch.long)
         with warnings.catch_warnings():  # deprecated as a user-facing tensor type; still the kernel's input
             warnings.simplefilter("ignore", UserWarning)
             qweight = torch.quantize_per_channel(weight, scales, zero_points, 0, torch.qint8)
-            bias = None if bias is None else bias.detach().float().cpu()
+        self._pack(qweight, None if bias is None else bias.detach().float().cpu())
+
+    def _pack(self, qweight: Tensor, bias: Tensor | None) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
             self._packed = torch.ops.quantized.linear_prepack(qweight, bias)
-        self.in_features, self.out_features = weight.shape[1], weight.shape[0]
+        self.in_features, self.out_features = qweight.shape[1], qweight.shape[0]
         self.reduce_range = _reduce_range()
+
+    def rows(self, index: Tensor) -> Int8Linear:
+        """This layer for the output rows `index` only, from its own int8 weights and scales, so its
+        outputs equal those columns of this layer's (a vocabulary shortlist's candidates).
+        Shapes: index (C,) -> a layer (..., in) -> (..., C)."""
+        qweight, bias = torch.ops.quantized.linear_unpack(self._packed)
+        index = index.cpu()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            chosen = torch._make_per_channel_quantized_tensor(
+                qweight.int_repr().index_select(0, index),  # (C, in)
+                qweight.q_per_channel_scales().index_select(0, index),
+                qweight.q_per_channel_zero_points().index_select(0, index),
+                0,
+            )
+        layer = Int8Linear.__new__(Int8Linear)
+        nn.Module.__init__(layer)
+        layer._pack(chosen, None if bias is None else bias.index_select(0, index))
+        return layer
 
     def forward(self, x: Tensor) -> Tensor:
         return torch.ops.quantized.linear_dynamic(x.float(), self._packed, self.reduce_range)
@@ -77,15 +98,15 @@ class Int8Linear(nn.Module):
 
 def quantize_int8(model: nn.Module) -> nn.Module:
     """`model` (on CPU, for inference) with every linear layer and output projection replaced by an
-    Int8Linear, in place; the float weights they held are released unless an embedding shares them.
-    Returns the model."""
+    Int8Linear, in place; the float weights they held are released unless an embedding shares them (a
+    tied output projection's). Returns the model."""
     replaced = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, nn.Linear):
                 setattr(parent, name, Int8Linear(child.weight, child.bias))
             elif isinstance(child, OutputProjection):
-                setattr(parent, name, Int8Linear(child.weight, None, keep_float=True))  # tied: shared
+                setattr(parent, name, Int8Linear(child.weight, None))
             else:
                 continue
             replaced += 1

@@ -168,7 +168,8 @@ def _translations(answer: Answer, *, nbest: int, confidence: bool) -> dict[str, 
     scores = [[_score(entry) for entry in ranked] for ranked in answer]
     fields: dict[str, Any] = {}
     best = [ranked[0] for ranked in answer]
-    if best and isinstance(best[0], Translation) and best[0].constraints_total is not None:
+    # Any text, not the first: an empty text has no search, so no constraint count (null).
+    if any(isinstance(entry, Translation) and entry.constraints_total is not None for entry in best):
         fields["constraints_met"] = [translation.constraints_met for translation in best]
         fields["constraints"] = [translation.constraints_total for translation in best]
         fields["engines"] = [translation.engine for translation in best]

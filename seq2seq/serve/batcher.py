@@ -12,7 +12,9 @@ Requests arrive here already checked and encoded (requests.py), so a bad one nev
 batch still fails, its requests are searched again one by one, so only the culprit gets an error: a
 4xx naming its sentence when the failure is the request's (UserError, UnicodeError), a 500 otherwise.
 At most `max_queue` requests wait for the model; beyond that a request is refused (503) at once. A
-request whose client has gone (disconnected, timed out) is dropped if its search has not started.
+request whose client has gone (disconnected, timed out) is dropped if its search has not started; a
+search every request of which has gone stops at its next decoding step (Translator.search's `stop`),
+so a request that would hold the model thread for long holds it hardly longer than its timeout.
 
 The worker thread also loads the model, and no other thread runs PyTorch: the OpenMP threads that
 compute for PyTorch then belong to that one thread. When the main thread has computed too, its OpenMP
@@ -26,6 +28,7 @@ AVX512-BF16, torch 2.13.0+cpu; 7.4 on the main thread alone).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import queue
 import threading
@@ -35,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from seq2seq.decode.common import SearchStopped
 from seq2seq.decode.confidence import Translation
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.translator import EncodedInput, Translator
@@ -56,7 +60,9 @@ class _Job:
     confidence: bool = False  # answer with Translations, confidence included
     constraints: list[list[list[int]]] | None = None  # per piece, target phrases (seq2seq.decode.constrained)
     avoid: tuple[tuple[int, ...], ...] = ()  # avoided target phrases: jobs share a batch only with the same
-    state: str = "queued"  # -> "started" (taken into a search) or "dropped" (its client has gone)
+    # -> "started" (taken into a search) or "dropped" (its client has gone); "started" -> "abandoned"
+    # (its client has gone during its search: a search whose every job is abandoned stops)
+    state: str = "queued"
 
     @property
     def tokens(self) -> int:
@@ -70,6 +76,7 @@ class BatchStats:
         self.batches = self.requests = self.sentences = 0
         self.largest_batch_requests = self.largest_batch_sentences = 0
         self.dropped = self.retried_batches = self.failed_requests = 0
+        self.stopped_searches = 0  # searches stopped because every request in them had gone
 
     def record(self, jobs: list[_Job]) -> None:
         sentences = sum(job.encoded.n_texts for job in jobs)
@@ -143,7 +150,8 @@ class BatchingTranslator:
         how many phrases each met). Requests with and without them share batches: what one asks for
         changes no other's answer (`avoid`, phrases no output may contain, applies to a whole search, so
         only requests avoiding the same phrases share one). Cancelling the call drops the request's work
-        unless its search has started; HTTPError 503 when the queue is full or the model thread gone."""
+        unless its search has started, and stops its search if no other request waits for it; HTTPError
+        503 when the queue is full or the model thread gone."""
         loop = asyncio.get_running_loop()
         job = _Job(encoded, options, loop, loop.create_future(), confidence, constraints, avoid)
         self._admit(job)
@@ -178,6 +186,8 @@ class BatchingTranslator:
             if job.state == "queued":
                 job.state, self._waiting = "dropped", self._waiting - 1
                 self.stats.dropped += 1
+            elif job.state == "started":
+                job.state = "abandoned"
 
     def _start(self, jobs: list[_Job]) -> list[_Job]:
         """The jobs of a batch whose clients are still waiting, now marked started."""
@@ -271,6 +281,9 @@ class BatchingTranslator:
             return
         try:
             answers = self._search(jobs)
+        except SearchStopped:
+            self._search_stopped(jobs)
+            return
         except Exception as error:
             if len(jobs) == 1:
                 self._fail_alone(jobs[0], error)
@@ -280,14 +293,25 @@ class BatchingTranslator:
             for job in jobs:
                 try:
                     self._deliver([job], self._search([job]))
+                except SearchStopped:
+                    self._search_stopped([job])
                 except Exception as alone:
                     self._fail_alone(job, alone)
             return
         self._deliver(jobs, answers)
 
-    def _search(self, jobs: list[_Job]) -> list[Answer]:
+    def _search_stopped(self, jobs: list[_Job]) -> None:
+        """A search nobody waited for any more has stopped: nothing to answer (each client had its 504,
+        or has gone)."""
+        self.stats.stopped_searches += 1
+        log.info("stopped a search of %d request(s): each timed out or its client left", len(jobs))
+
+    def _search(self, jobs: list[_Job], *, waiting: list[_Job] | None = None) -> list[Answer]:
         """Each job's answer, from one search over all their sentences (with the per-token
-        log-probabilities when any job asks for confidence: the search is the same either way)."""
+        log-probabilities when any job asks for confidence: the search is the same either way);
+        SearchStopped once the client of every job `waiting` for it (default: `jobs`) has gone
+        (asked at every decoding step)."""
+        waiting = jobs if waiting is None else waiting
         merged = merge([job.encoded for job in jobs])
         # Keywords only when asked: a Translator stand-in without them serves requests that do not ask.
         asked: dict[str, Any] = {"confidence": True} if any(job.confidence for job in jobs) else {}
@@ -295,7 +319,10 @@ class BatchingTranslator:
         if constraints is not None or jobs[0].avoid:
             # Translations say how many phrases each met; they need the per-token log-probabilities.
             asked.update(confidence=True, constraints=constraints, avoid=[list(p) for p in jobs[0].avoid])
-        results = self.translator.search(merged.sources, jobs[0].options, max_tokens=self.max_tokens, **asked)
+        results = self.translator.search(
+            merged.sources, jobs[0].options, max_tokens=self.max_tokens, **asked,
+            stop=lambda: all(job.state == "abandoned" for job in waiting),  # read without the lock
+        )  # fmt: skip
         joined = self.translator.join_pieces(merged, results)
         detailed = self.translator.translations(merged, results) if asked else []
         answers, start = [], 0
@@ -327,16 +354,27 @@ class BatchingTranslator:
         _settle(job, _fail, HTTPError(500, message))
 
     def _culprit(self, job: _Job) -> int | None:
-        """The first sentence of the job whose search fails alone."""
+        """The first sentence of the job whose search fails alone, searched as in the job (its
+        constraints, the job's avoided phrases and confidence)."""
         if job.encoded.n_texts == 1:
             return 0
         for index in range(job.encoded.n_texts):
-            sources = [s for s, owner in zip(job.encoded.sources, job.encoded.owners) if owner == index]
             try:
-                self.translator.search(sources, job.options, max_tokens=self.max_tokens)
+                self._search([sentence_job(job, index)], waiting=[job])
+            except SearchStopped:  # the client has gone: nobody reads the answer
+                return None
             except Exception:
                 return index
         return None
+
+
+def sentence_job(job: _Job, index: int) -> _Job:
+    """Sentence `index` of `job` as a job of its own: its pieces, with their constraints."""
+    pieces = [piece for piece, owner in enumerate(job.encoded.owners) if owner == index]
+    sources = [job.encoded.sources[piece] for piece in pieces]
+    constraints = None if job.constraints is None else [job.constraints[piece] for piece in pieces]
+    encoded = EncodedInput(sources=sources, owners=[0] * len(pieces), n_texts=1)
+    return dataclasses.replace(job, encoded=encoded, constraints=constraints)
 
 
 def _same_search(job: _Job, first: _Job) -> bool:

@@ -163,3 +163,56 @@ def test_a_search_started_on_static_caches_finishes_if_the_model_is_switched_bac
     logits, state = model.decode_step(tokens, state)
     assert logits.argmax(dim=-1).tolist() == [row[0][0] if row[0] else 3 for row in expected[0]]
     assert run(model, src, "greedy") == expected
+
+
+def test_a_shared_engine_holds_each_searchs_choice_of_caches_for_the_whole_search(monkeypatch):
+    """Item: with compile=auto, another thread's search could switch the model to static caches between
+    start_search's choice of the cache size (growing: at most 128 steps up front) and init_state, which
+    then built static caches of 128 steps for an output of 200 tokens. Here the other search starts at
+    exactly that moment; the first must still give the output it gives alone, and so must the other."""
+    import threading
+
+    from seq2seq.decode import compiled, engines
+
+    model = model_with(seed=7, max_positions=256)
+    long = SearchOptions(beam_size=1, min_len=200, max_len_a=0.0, max_len_b=200)  # 200 tokens, then eos
+    alone = engines.TorchEngine(
+        model_with(seed=7, max_positions=256), IDS["ids"], device=CPU, precision="fp32"
+    )
+    short_sources, long_sources = [[5, 6, 3], [7, 4, 3]], [[5, 8, 6, 3]]
+    expected = [
+        alone.search(long_sources, long, max_tokens=4096),
+        alone.search(short_sources, LIMITS, max_tokens=4096),
+    ]
+    assert len(expected[0][0][0].tokens) == 200
+    monkeypatch.setattr(compiled, "AUTO_MIN_SENTENCES", 2)  # the other search (2 sentences) chooses static
+    switched = threading.Event()
+
+    def static_without_compiling(model, *, compiled):  # the same caches and step, eagerly: no compile time
+        use_static_decoding(model, compiled=False)
+        switched.set()
+
+    monkeypatch.setattr(engines, "use_static_decoding", static_without_compiling)
+    engine = engines.TorchEngine(model, IDS["ids"], device=CPU, precision="fp32", compile="auto")
+    other: list = []
+
+    def other_search() -> None:
+        other.append(engine.search(short_sources, LIMITS, max_tokens=4096))
+
+    thread = threading.Thread(target=other_search)
+    init_state = model.init_state
+
+    def other_search_starts_first(*args, **kwargs):  # between start_search's choice and init_state's
+        if threading.current_thread() is not thread and thread.ident is None:
+            thread.start()
+            switched.wait(timeout=1.0)  # the other search switches now, unless it must wait for this one
+        return init_state(*args, **kwargs)
+
+    monkeypatch.setattr(model, "init_state", other_search_starts_first)
+    try:
+        found = engine.search(long_sources, long, max_tokens=4096)
+    finally:
+        thread.join(timeout=60)
+    assert switched.is_set() and other  # the other search did run, with the static caches it chose
+    assert [[h.tokens for h in row] for row in found] == [[h.tokens for h in row] for row in expected[0]]
+    assert [[h.tokens for h in row] for row in other[0]] == [[h.tokens for h in row] for row in expected[1]]

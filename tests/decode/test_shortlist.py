@@ -8,6 +8,7 @@ model's tokenizers; seq2seq-shortlist writes one from text files and seq2seq-tra
 from __future__ import annotations
 
 import contextlib
+import gzip
 import importlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 from commands import error_line, run_module
-from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
+from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
 
 from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.engines import TorchEngine
@@ -43,7 +44,10 @@ def test_the_table_ranks_by_dice_and_keeps_the_most_frequent_targets() -> None:
     assert shortlist.frequent.tolist() == [4]  # five occurrences
     src = torch.tensor([[9, 0, 0]])  # (B, S) with padding
     assert shortlist.candidates(src).tolist() == [1, 3, 4]
-    assert shortlist.candidates(src, prefixes=[[8, 2]]).tolist() == [1, 2, 3, 4, 8]
+    assert shortlist.candidates(src, [[8, 2]]).tolist() == [1, 2, 3, 4, 8]
+    two = torch.tensor([[9, 0, 0], [5, 6, 0]])  # each sentence its own rows and needed tokens
+    keep = shortlist.keep(two, [[8], []], pad_id=0)  # (B, V)
+    assert [row.nonzero().squeeze(1).tolist() for row in keep] == [[1, 3, 4, 8], [1, 3, 4, 7, 8]]
 
 
 def test_empty_text_and_bad_sizes_are_errors() -> None:
@@ -98,12 +102,17 @@ def test_a_shortlist_holding_the_outputs_tokens_gives_the_same_output(tokenizer,
     ]
 
 
+def one_sentence(candidates: torch.Tensor, vocab: int) -> torch.Tensor:
+    """The (1, V) keep-mask of a batch of one sentence whose candidates are `candidates`."""
+    return torch.zeros(1, vocab, dtype=torch.bool).index_fill_(1, candidates, True)
+
+
 def test_restricted_gives_minus_infinity_outside_the_candidates_and_restores_the_model(tokenizer) -> None:
     model = tiny_model(tokenizer.vocab_size)
     projection = model.output
     candidates = torch.tensor([1, 3, 7, 9])
     hidden = torch.randn(2, 5, model.output.weight.shape[1])  # (B, T, D)
-    with torch.no_grad(), restricted(model, candidates):
+    with torch.no_grad(), restricted(model, one_sentence(candidates, tokenizer.vocab_size)):
         logits = model.output(hidden)  # (B, T, V)
     assert model.output is projection
     expected = projection(hidden)
@@ -150,7 +159,10 @@ def test_a_shortlist_for_other_tokenizers_is_refused_and_the_command_round_trips
     (tmp_path / "short.tgt").write_text("one line\n", encoding="utf-8")
     settings[2] = "target=short.tgt"
     refused = run_module("seq2seq.cli.shortlist", *settings, cwd=tmp_path)
-    assert error_line(refused).startswith("error: target=short.tgt ends near line 30 before the other file")
+    assert error_line(refused) == (
+        "error: source=train.src has 30 lines but target=short.tgt has 1; parallel files need exactly one "
+        "translation per line"
+    )
 
 
 def test_threads_sharing_one_model_each_get_their_own_candidates(tokenizer, monkeypatch) -> None:
@@ -194,3 +206,195 @@ def test_a_shortlist_keeps_every_constraint_token(tokenizer) -> None:
     engine.shortlist = covering(picked, tokenizer.vocab_size)  # it lacks the wanted token
     found = engine.search(sources, options, max_tokens=4096, constraints=[[[wanted]], [], [[wanted]]])
     assert [wanted in nbest[0].tokens for nbest in found] == [True, False, True]
+
+
+# ---------------------------------------------------------------- a sentence's result is its own
+VOCAB = 40
+
+
+def own_candidates_shortlist() -> Shortlist:
+    """Each source token has its own 4 target candidates, so sentences of other words get other ones."""
+    generator = torch.Generator().manual_seed(11)
+    table = torch.randint(4, VOCAB, (VOCAB, 4), generator=generator, dtype=torch.int32)
+    return Shortlist(table, torch.tensor([4, 5], dtype=torch.int32), torch.tensor([1, 3], dtype=torch.int32),
+                     VOCAB, DIGESTS)  # fmt: skip
+
+
+def flat_model(kind: str) -> torch.nn.Module:
+    """Random tiny models with flat distributions: every candidate of a batch-mate would change a score."""
+    if kind == "decoder_only":
+        return tiny_decoder_only(VOCAB, seed=2, max_positions=64)
+    model = tiny_model(VOCAB, seed=2, max_positions=64)
+    if kind == "ensemble":
+        return Ensemble([model, tiny_model(VOCAB, seed=3, max_positions=64)]).eval()
+    return model
+
+
+SEARCHES = {
+    "greedy": SearchOptions(max_len_a=0.0, max_len_b=8),
+    "beam": SearchOptions(beam_size=3, nbest=2, max_len_a=0.0, max_len_b=8),
+    "constrained": SearchOptions(beam_size=3, nbest=2, max_len_a=0.0, max_len_b=8),
+}
+
+
+@pytest.mark.parametrize("kind", ["single", "ensemble", "decoder_only"])
+@pytest.mark.parametrize("search", ["greedy", "beam", "sampling"])
+def test_a_sentence_never_outputs_a_token_only_its_batch_mates_may(kind, search) -> None:
+    """The tokens the model prefers for the first sentence are candidates of the second one only."""
+    model, ids, cpu = flat_model(kind), SpecialIds(bos=2, eos=3, pad=0), torch.device("cpu")
+    sources = [[7, 9, 12, 3], [20, 21, 3], [30, 33, 3]]
+    options = SearchOptions(sampling=True, nbest=3, seed=1) if search == "sampling" else SEARCHES[search]
+    options = options.replace(max_len_a=0.0, max_len_b=8)
+    alone = search_module.search_ids(model, sources[:1], options=options, ids=ids, device=cpu)[0]
+    preferred = sorted({token for hypothesis in alone for token in hypothesis.tokens})
+    others = [token for token in range(4, VOCAB) if token not in preferred]
+    table = torch.full((VOCAB, len(preferred) + 4), -1, dtype=torch.int32)
+    table[[7, 9, 12], :4] = torch.tensor(others[:4], dtype=torch.int32)
+    table[20, : len(preferred)] = torch.tensor(preferred, dtype=torch.int32)
+    table[30, :4] = torch.tensor(others[4:8], dtype=torch.int32)
+    shortlist = Shortlist(table, torch.zeros(0, dtype=torch.int32), torch.tensor([1, 3], dtype=torch.int32),
+                          VOCAB, DIGESTS)  # fmt: skip
+    found = search_module.search_ids(
+        model, sources, options=options, ids=ids, device=cpu, shortlist=shortlist
+    )
+    keep = shortlist.keep(pad(sources), pad_id=0)  # (B, V)
+    assert not keep[0, preferred].any() and keep[1, preferred].all()
+    for own, nbest in zip(keep, found):
+        assert all(own[token] for hypothesis in nbest for token in hypothesis.tokens)
+
+
+@pytest.mark.parametrize("kind", ["single", "ensemble"])
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_a_sentence_gets_the_same_tokens_and_scores_alone_and_among_others(kind, search) -> None:
+    model, shortlist = flat_model(kind), own_candidates_shortlist()
+    ids, cpu = SpecialIds(bos=2, eos=3, pad=0), torch.device("cpu")
+    sources = [[7, 9, 12, 3], [20, 21, 3], [30, 33, 35, 38, 3]]
+    constraints = [[[int(shortlist.table[7, 0])]], [], [[6]]] if search == "constrained" else None
+    assert len(shortlist.candidates(torch.tensor([sources[0]]))) < len(shortlist.candidates(pad(sources)))
+
+    def run(indices):
+        wanted = None if constraints is None else [constraints[i] for i in indices]
+        return search_module.search_ids(
+            model, [sources[i] for i in indices], options=SEARCHES[search], ids=ids, device=cpu,
+            shortlist=shortlist, constraints=wanted,
+        )  # fmt: skip
+
+    together = run([0, 1, 2])
+    for index in range(3):
+        alone = run([index])[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in together[index]]
+        for mine, theirs in zip(alone, together[index]):
+            assert mine.score == pytest.approx(theirs.score, abs=1e-5)
+            assert mine.positional_scores == pytest.approx(theirs.positional_scores, abs=1e-5)
+
+
+def pad(sources: list[list[int]]) -> torch.Tensor:
+    return search_module.pad_batch(sources, 0)
+
+
+def full_vocabulary_log_probs(model, source: list[int], tokens: list[int]) -> list[float]:
+    """The model's own log-probability of each of `tokens` and eos, over the whole vocabulary (an
+    ensemble: the mean of its members'), by one teacher-forced forward pass."""
+    members = model.members if isinstance(model, Ensemble) else [model]
+    src, tgt_in = torch.tensor([source]), torch.tensor([[2, *tokens]])
+    targets = torch.tensor([*tokens, 3])
+    with torch.no_grad():
+        per_member = [torch.log_softmax(m(src, tgt_in)[0].float(), dim=-1) for m in members]  # (T, V) each
+        mean = torch.stack(per_member).mean(dim=0)
+    return mean[torch.arange(len(targets)), targets].tolist()
+
+
+@pytest.mark.parametrize("kind", ["single", "ensemble", "decoder_only"])
+def test_confidence_under_a_shortlist_is_the_models_own_full_vocabulary_probability(kind) -> None:
+    model, shortlist = flat_model(kind), own_candidates_shortlist()
+    ids, cpu = SpecialIds(bos=2, eos=3, pad=0), torch.device("cpu")
+    sources = [[7, 9, 12, 3], [20, 21, 3]]
+    options = SearchOptions(beam_size=2, nbest=2, max_len_a=0.0, max_len_b=6)
+    engine = TorchEngine(model, ids, device=cpu, precision="fp32", shortlist=shortlist)
+    searched = engine.search(sources, options, max_tokens=4096)
+    scored = engine.search(sources, options, max_tokens=4096, confidence=True)
+    assert [[h.tokens for h in n] for n in scored] == [[h.tokens for h in n] for n in searched]
+    for source, nbest, plain in zip(sources, scored, searched):
+        for hypothesis, unscored in zip(nbest, plain):
+            expected = full_vocabulary_log_probs(model, source, hypothesis.tokens)
+            assert hypothesis.positional_scores == pytest.approx(expected, abs=1e-5)
+            assert hypothesis.log_prob == pytest.approx(sum(expected), abs=1e-5)
+            assert hypothesis.score == unscored.score  # the search's own ranking score is kept
+            # over the candidates only, each token is more likely than over the whole vocabulary
+            assert all(a > b for a, b in zip(unscored.positional_scores, expected))
+
+
+@pytest.mark.skipif(not int8_available(), reason="this PyTorch build has no dynamic int8 kernels")
+def test_an_untied_int8_projection_restricted_to_candidates_gives_its_exact_int8_logits(tokenizer) -> None:
+    untied = {"share_embeddings": False, "share_decoder_output": False}
+    model = quantize_int8(tiny_model(tokenizer.vocab_size, **untied))
+    full = model.output
+    candidates = torch.tensor([1, 3, 7, 9, 30])
+    hidden = torch.randn(2, 5, full.in_features)  # (B, T, D)
+    with torch.no_grad(), restricted(model, one_sentence(candidates, tokenizer.vocab_size)):
+        logits = model.output(hidden)  # (B, T, V)
+    assert model.output is full
+    assert torch.equal(logits[..., candidates], full(hidden)[..., candidates])
+
+
+def test_the_command_reads_gzip_files_like_plain_ones_and_refuses_damaged_or_unaligned_ones(
+    tokenizer, tmp_path
+) -> None:
+    from omegaconf import OmegaConf
+
+    from seq2seq.cli.shortlist import _pairs
+
+    model = tiny_model(tokenizer.vocab_size, max_positions=64)
+    checkpoint = save_tiny_checkpoint(tmp_path / "model.pt", model, tokenizer, step=1)
+    texts = sentences(400, seed=6)
+    lines = {"src": "".join(t + "\n" for t in texts), "tgt": "".join(t.upper() + "\n" for t in texts)}
+    for side, text in lines.items():
+        (tmp_path / f"train.{side}").write_text(text, encoding="utf-8")
+        (tmp_path / f"train.{side}.gz").write_bytes(gzip.compress(text.encode()))
+    for name in ("plain", "gz"):
+        suffix = ".gz" if name == "gz" else ""
+        result = run_module("seq2seq.cli.shortlist", f"checkpoint={checkpoint}", f"source=train.src{suffix}",
+                            f"target=train.tgt{suffix}", f"output={name}.pt", cwd=tmp_path)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+    plain, zipped = (Shortlist.load(tmp_path / f"{n}.pt", src_model=tokenizer.to_bytes(),
+                                    tgt_model=tokenizer.to_bytes()) for n in ("plain", "gz"))  # fmt: skip
+    assert torch.equal(plain.table, zipped.table) and torch.equal(plain.frequent, zipped.frequent)
+
+    def pairs(source: str, target: str) -> None:
+        cfg = OmegaConf.create({"source": str(tmp_path / source), "target": str(tmp_path / target)})
+        for _ in _pairs(cfg, (tokenizer, tokenizer)):
+            pass
+
+    short = "".join(t + "\n" for t in texts[:399])
+    (tmp_path / "short.tgt.gz").write_bytes(gzip.compress(short.encode()))
+    with pytest.raises(
+        UserError, match=r"^source=\S+train\.src\.gz has 400 lines but target=\S+short\.tgt\.gz has 399; "
+    ):
+        pairs("train.src.gz", "short.tgt.gz")
+    whole = (tmp_path / "train.tgt.gz").read_bytes()
+    (tmp_path / "cut.tgt.gz").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(
+        UserError, match=r"^\S+cut\.tgt\.gz: cannot be read \(.*\); check or re-download the file$"
+    ):
+        pairs("train.src.gz", "cut.tgt.gz")
+    (tmp_path / "latin1.tgt.gz").write_bytes(
+        gzip.compress(lines["tgt"].replace("GOD", "G\xd6D").encode("latin-1"))
+    )
+    pairs("train.src.gz", "latin1.tgt.gz")  # invalid UTF-8 becomes U+FFFD, as --help says
+
+
+def test_a_translators_confidence_is_the_same_with_a_shortlist_that_holds_its_tokens(
+    tokenizer, tmp_path
+) -> None:
+    model = tiny_model(tokenizer.vocab_size, sharpness=4.0, max_positions=64)
+    checkpoint = save_tiny_checkpoint(tmp_path / "model.pt", model, tokenizer, step=1)
+    texts = sentences(6, seed=3)
+    full, short = (Translator.from_checkpoint(checkpoint, options=LIMIT) for _ in range(2))
+    theirs = full.translate(texts, return_confidence=True)
+    pieces = [[tokenizer.piece_to_id(piece) for piece in t.tokens if piece != "</s>"] for t in theirs]
+    short.engine.shortlist = covering(pieces, tokenizer.vocab_size)
+    ours = short.translate(texts, return_confidence=True)
+    assert [t.text for t in ours] == [t.text for t in theirs]
+    for a, b in zip(ours, theirs):
+        assert a.token_probs == pytest.approx(b.token_probs, abs=1e-5)
+        assert a.confidence == pytest.approx(b.confidence, abs=1e-6)

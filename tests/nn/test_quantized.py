@@ -120,3 +120,20 @@ def test_a_build_without_int8_kernels_is_refused_and_ctranslate2_needs_none(monk
         check_quantization("int8", engine="torch", device=torch.device("cpu"), precision="fp32")
     # CTranslate2 quantizes with its own kernels, on any device it runs on
     check_quantization("int8", engine="ctranslate2", device=torch.device("cuda"), precision="bf16")
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_quantizing_releases_the_float_output_projection_unless_an_embedding_shares_it(tied: bool) -> None:
+    """The float weight of an untied output projection is gone once int8 (the shortlist packs its rows
+    from the int8 weights); a tied one lives on in the target embedding, which still uses it."""
+    import gc
+    import weakref
+
+    sharing = {} if tied else {"share_embeddings": False, "share_decoder_output": False}
+    model = tiny_model(40, **sharing)
+    weight = weakref.ref(model.output.weight)
+    quantize_int8(model)
+    gc.collect()
+    assert (weight() is not None) == tied
+    if tied:
+        assert weight() is model.decoder.embedding.weight

@@ -32,7 +32,9 @@ class RecordingTranslator:
         self.searches: list[list[str]] = []
         self.threads: set[str] = {threading.current_thread().name}
 
-    def search(self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int) -> list[str]:
+    def search(
+        self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int, stop: object = None
+    ) -> list[str]:
         texts = ["".join(map(chr, source)) for source in sources]
         self.searches.append(texts)
         self.threads.add(threading.current_thread().name)

@@ -39,7 +39,9 @@ class FlakyTranslator:
         return EncodedInput(sources=[[ord(c) for c in t] for t in texts], owners=list(range(len(texts))),
                             n_texts=len(texts))  # fmt: skip
 
-    def search(self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int) -> list[str]:
+    def search(
+        self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int, stop: object = None
+    ) -> list[str]:
         texts = ["".join(map(chr, source)) for source in sources]
         for word, error in (("poison", UserError("poison cannot be translated")),
                             ("crash", RuntimeError("a kernel failed")), ("fatal", Fatal())):  # fmt: skip

@@ -5,6 +5,7 @@ sentence and costs no other request its answer. The app runs in this process und
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +16,11 @@ from tiny_models import save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
 from seq2seq.decode.glossary import Glossary
+from seq2seq.decode.options import SearchOptions
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics
-from seq2seq.serve.requests import Limits
+from seq2seq.serve.requests import HTTPError, Limits, parse_request
 
 OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}
 TEXTS = ["in the beginning god created heaven", "the night was good", ""]
@@ -119,3 +121,75 @@ def test_requests_with_and_without_constraints_share_a_batch_and_get_their_own_a
         TEXTS[:2], constraints=CONSTRAINTS[:2]
     )
     assert [ranked[0][0] for ranked in plain] == own.translate(TEXTS[:2])
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"text": ["a", "b"], "constraints": [[], ["god", "ok \\ud800"]]}',
+         '"constraints" of sentence 1: phrase 1 is not valid Unicode: a lone surrogate at character 3'),
+        (b'{"text": "a", "avoid": ["god", "\\udfff"]}',
+         '"avoid" phrase 1 is not valid Unicode: a lone surrogate at character 0'),
+    ],
+)  # fmt: skip
+def test_a_lone_surrogate_in_a_phrase_is_a_422_like_one_in_text(client, body, message):
+    answer = client.post("/translate", content=body, headers=JSON)
+    assert answer.status_code == 422 and answer.json() == {"error": message}, answer.text
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"text": ["a", "b"], "constraints": [[], ["god"] * 3]}, 422,
+         '"constraints" of sentence 1 has 3 phrases; the limit is max_phrases=2'),
+        ({"text": "a", "avoid": ["x", "y", "z"]}, 422, '"avoid" has 3 phrases; the limit is max_phrases=2'),
+        ({"text": ["a"], "constraints": [["god", "light " * 2]]}, 413,
+         '"constraints" of sentence 0: phrase 1 has 12 characters; the limit is max_phrase_chars=10'),
+        ({"text": "a", "avoid": ["heaven and earth"]}, 413,
+         '"avoid" phrase 0 has 16 characters; the limit is max_phrase_chars=10'),
+    ],
+)  # fmt: skip
+def test_phrases_over_the_limits_are_refused_naming_the_setting(body, status, message):
+    limits = Limits(max_phrases=2, max_phrase_chars=10)
+    with pytest.raises(HTTPError) as refused:
+        parse_request(json.dumps(body).encode(), limits, SearchOptions(beam_size=5))
+    assert (refused.value.status, refused.value.message) == (status, message)
+
+
+def test_the_default_limits_refuse_an_oversized_phrase_before_any_search(client):
+    phrase = " ".join(["god created light"] * 1000)
+    answer = client.post("/translate", json={"text": "in the beginning", "constraints": [[phrase]]})
+    assert answer.status_code == 413 and "max_phrase_chars=100" in answer.json()["error"]
+    many = client.post("/translate", json={"text": "in the beginning", "avoid": ["god"] * 17})
+    assert many.status_code == 422 and "max_phrases=16" in many.json()["error"]
+
+
+def test_constraint_fields_are_answered_when_the_first_text_is_empty(client, translator):
+    texts, constraints = ["", TEXTS[0]], [[], ["god"]]
+    answer = client.post("/translate", json={"text": texts, "constraints": constraints})
+    assert answer.status_code == 200, answer.text
+    expected = translator.translate(texts, constraints=constraints, return_confidence=True)
+    assert answer.json()["translations"] == [translation.text for translation in expected]
+    assert answer.json()["constraints_met"] == [None, expected[1].constraints_met] == [None, 2]
+    assert answer.json()["constraints"] == [None, 2] and answer.json()["engines"] == [None, "torch"]
+
+
+def test_a_failure_the_constraints_cause_names_their_sentence(checkpoint):
+    # Sampling cannot take constraints: the search fails, and so does sentence 1 searched alone with them.
+    batcher = BatchingTranslator(
+        lambda: Translator.from_checkpoint(checkpoint, options={**OPTIONS, "sampling": True})
+    )
+    own = batcher.translator
+    texts = TEXTS[:2]
+    encoded = own.encode(texts)
+    wanted, _ = own.encode_constraints(texts, encoded, constraints=[[], ["god"]])
+    try:
+        with pytest.raises(HTTPError) as failed:
+            asyncio.run(batcher.translate(encoded, own.options, constraints=wanted))
+    finally:
+        batcher.close()
+    assert failed.value.status == 422
+    assert failed.value.message.startswith("sentence 1: constraints need beam or greedy search")

@@ -96,11 +96,17 @@ BAD_REQUESTS = [
     (json.dumps({"text": "a", "beam_size": "5"}).encode(), 422, '"beam_size" must be an integer, got "5"'),
     (json.dumps({"text": "a", "beam_size": 2, "nbest": 3}).encode(), 422, '"nbest" must be between 1 and'),
     (json.dumps({"text": "a" * 3000}).encode(), 413, "the body has"),
-]
+    (json.dumps({"text": "a", "avoid": ["x", "y", "z"]}).encode(), 422,
+     '"avoid" has 3 phrases; the limit is max_phrases=2'),
+    (json.dumps({"text": "a", "constraints": [["heaven and earth"]]}).encode(), 413,
+     '"constraints" of sentence 0: phrase 0 has 16 characters; the limit is max_phrase_chars=10'),
+    (b'{"text": "a", "avoid": ["\\ud800"]}', 422, '"avoid" phrase 0 is not valid Unicode'),
+]  # fmt: skip
 
 
 def test_each_bad_request_gets_its_status_and_message(start_server):
-    server = start_server("max_sentences=4", "max_chars=100", "max_beam_size=8", "max_body_bytes=2000")
+    server = start_server("max_sentences=4", "max_chars=100", "max_beam_size=8", "max_body_bytes=2000",
+                          "max_phrases=2", "max_phrase_chars=10")  # fmt: skip
     for body, status, message in BAD_REQUESTS:
         response = httpx.post(f"{server.url}/translate", content=body, headers=JSON)
         assert response.status_code == status, (body, response.text)
