@@ -7,6 +7,8 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,22 @@ from seq2seq.train.run_dir import hold_run_directory, release_run_directory
 
 def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return run_module("seq2seq.cli.train", *args, cwd=cwd)
+
+
+@contextmanager
+def held_by_another_process(run_dir: Path) -> Iterator[int]:
+    """Within the block, another process holds `run_dir`'s lock (seq2seq.train.run_dir); yields its pid."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from seq2seq.train.run_dir import hold_run_directory; "
+         f"hold_run_directory({str(run_dir)!r}); print('held', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def contents(directory: Path) -> dict[str, bytes]:
@@ -154,25 +172,17 @@ def test_two_processes_never_train_in_one_run_directory(corpus: Path, tmp_path: 
     """Item: a second training process in a directory another one trains in stops with one line naming
     the holder; the lock goes with the process that held it."""
     run_dir = tmp_path / "busy"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from seq2seq.train.run_dir import hold_run_directory; "
-         f"hold_run_directory({str(run_dir)!r}); print('held', flush=True); time.sleep(600)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_by_another_process(run_dir) as holder:
         overrides = tiny_train_overrides(corpus, run_dir, "trainer.max_updates=2")
         line = error_line(run_train(*overrides, cwd=tmp_path))
-        assert f"is in use: process {holder.pid} on" in line and "run_name" in line, line
-        with pytest.raises(UserError, match=rf"is in use: process {holder.pid} "):
+        assert f"is in use: process {holder} on" in line and "run_name" in line, line
+        with pytest.raises(UserError, match=rf"is in use: process {holder} "):
             hold_run_directory(run_dir)
-    finally:
-        holder.kill()
-        holder.wait()
     hold_run_directory(run_dir)  # free again once its holder has gone, however it ended
     hold_run_directory(run_dir)  # and a process may ask again for what it holds
     release_run_directory(run_dir)
-    assert {p.name for p in run_dir.iterdir()} <= {".run.lock", ".hydra", "train.log"}  # (Hydra's own)
+    # the refused command left its lock file and Hydra's log file (opened before the task runs), no .hydra/
+    assert {p.name for p in run_dir.iterdir()} <= {".run.lock", "train.log"}
 
 
 def tree(directory: Path) -> dict[str, bytes]:
@@ -196,24 +206,15 @@ def test_a_refused_second_run_changes_nothing_in_the_held_directory(
     for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):
         (run_dir / ".hydra" / name).write_text(f"the running run's {name}\n", encoding="utf-8")
     (run_dir / log_name).write_text("the running run's log\n", encoding="utf-8")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from seq2seq.train.run_dir import hold_run_directory; "
-         f"hold_run_directory({str(run_dir)!r}); print('held', flush=True); time.sleep(600)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_by_another_process(run_dir) as holder:
         before = tree(run_dir)
         if command == "seq2seq.cli.train":
             arguments = tiny_train_overrides(corpus, run_dir, *NARROWER)
         else:
             arguments = [*overrides, f"hydra.run.dir={run_dir}", "model.d_model=32"]
         line = error_line(run_module(command, *arguments, cwd=tmp_path))
-        assert f"is in use: process {holder.pid} on" in line, line
+        assert f"is in use: process {holder} on" in line, line
         assert tree(run_dir) == before
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_run_writes_the_records_hydra_would_have_written(corpus: Path, tmp_path: Path) -> None:

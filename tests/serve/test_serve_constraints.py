@@ -193,3 +193,15 @@ def test_a_failure_the_constraints_cause_names_their_sentence(checkpoint):
         batcher.close()
     assert failed.value.status == 422
     assert failed.value.message.startswith("sentence 1: constraints need beam or greedy search")
+
+
+def test_a_phrase_holding_an_avoided_one_is_a_422_naming_both(client):
+    """As the Translator and seq2seq-translate do: it could never be written."""
+    body = {"text": ["the night was good", "water and land"], "constraints": [[], ["light", "god water"]]}
+    answer = client.post("/translate", json={**body, "avoid": ["water"]})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"] == (
+        "the constraints of sentence 1: the phrase 'god water' contains the avoided phrase 'water', so it "
+        "can never be written; drop one of the two"
+    )
+    assert client.post("/translate", json={**body, "avoid": ["earth"]}).status_code == 200
