@@ -22,7 +22,7 @@ corpus, and how much labelled noise they remove from a deliberately noisy copy o
 The score filter's threshold (`min_score`) is the one thing tuned, and it is tuned on the even-numbered
 lines of the noisy copy only: the highest threshold whose clean loss there (rules included) stays within
 `--clean-budget`. The table reports the odd-numbered lines (held out) and all lines. Every scorer is
-tuned and reported: each model with each method (seq2seq.decode.pair_filter: conditional, contrastive),
+tuned and reported: each model with each method (seq2seq.inference.pair_filter: conditional, contrastive),
 alone and with the reverse model when there is one. The model of runs/families/encoder_decoder trained
 on every clean pair of this corpus (which flatters the clean pairs); the low-resource models
 (runs/low_resource/, 25% of the pairs) saw a quarter of them, and the table also splits the clean loss
@@ -60,7 +60,7 @@ from seq2seq.data.transforms import (
     Transform,
     UnicodeNormalize,
 )
-from seq2seq.decode.pair_filter import METHODS, TranslationScoreFilter, combined
+from seq2seq.inference.pair_filter import METHODS, TranslationScoreFilter, combined
 
 KINDS = ("duplicate", "copied", "wrong_language", "misaligned")
 CLEAN, NATURAL = "clean", "natural_duplicate"
@@ -190,7 +190,7 @@ def outcome(labels: np.ndarray, removed: np.ndarray, lines: np.ndarray) -> dict[
 def scorer_variants(args: argparse.Namespace, pairs: list[Pair], work: Path) -> dict[str, dict[str, Any]]:
     """Per scorer (model, method, with or without the reverse model): its settings and its scores of `pairs`,
     composed from each model's conditional log-probabilities with and without the source as the filter
-    composes them (seq2seq.decode.pair_filter.combined); each part is computed once and cached."""
+    composes them (seq2seq.inference.pair_filter.combined); each part is computed once and cached."""
     variants: dict[str, dict[str, Any]] = {}
     sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
     for label, forward, reverse in (("low-resource", args.low_resource, args.low_resource_reverse),

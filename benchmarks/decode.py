@@ -41,7 +41,7 @@ from common import (
 )
 
 from seq2seq.decode import SearchOptions, beam_search, greedy_search
-from seq2seq.decode.common import SpecialIds
+from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.model import build_model, model_size
 from seq2seq.precision import autocast
 

@@ -141,7 +141,7 @@ def prepare_models(args: argparse.Namespace, checkpoint: Path, scratch: Path) ->
 
 def compare(args: argparse.Namespace, checkpoint: Path) -> None:
     sys.path.insert(0, str(ROOT))
-    from seq2seq.decode.score import score_corpus
+    from seq2seq.metrics import score_corpus
 
     with tempfile.TemporaryDirectory() as scratch:
         source, references = Path(scratch) / "test.en", (args.data_dir / "test.es").read_text().splitlines()

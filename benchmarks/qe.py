@@ -34,7 +34,7 @@ import sacrebleu
 import torch
 
 from seq2seq import Translator
-from seq2seq.decode.text_input import read_text_lines
+from seq2seq.inference.text_input import read_text_lines
 from seq2seq.qe.correlation import pearson, spearman
 from seq2seq.qe.labels import sentence_labels
 from seq2seq.qe.scorer import QualityEstimator

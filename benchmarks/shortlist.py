@@ -39,10 +39,10 @@ from common import (
     time_interleaved,
 )
 
-from seq2seq.decode.common import SpecialIds
-from seq2seq.decode.engines import TorchEngine
+from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.shortlist import Shortlist
+from seq2seq.inference.engines import TorchEngine
 from seq2seq.model import build_model, model_size
 from seq2seq.nn.quantized import quantize_int8
 

@@ -76,7 +76,7 @@ say "checking that the installed package reads its own packaged configs"
 run "$WORK/where.log" "$VENV/bin/python" -c '
 import sysconfig
 from pathlib import Path
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 
 site = Path(sysconfig.get_paths()["purelib"]).resolve()
 configs = Path(config_dir())
@@ -97,7 +97,7 @@ run "$WORK/compose.log" "$VENV/bin/python" -c '
 from pathlib import Path
 from hydra import compose, initialize_config_dir
 import seq2seq.cli.train  # registers the config schemas and resolvers, as seq2seq-train does
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 
 configs = Path(config_dir())
 choices = [f"experiment={p.stem}" for p in sorted((configs / "experiment").glob("*.yaml"))]

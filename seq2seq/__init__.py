@@ -1,15 +1,18 @@
 """seq2seq: a modular Transformer translation framework.
 
-Modules and packages, in import order (a module imports only from its own package and the ones before it):
+Modules and packages, in import order (a module imports only from its own package and the ones before it;
+train/ and inference/ stand side by side and import neither each other):
 errors.py      the one-line error type for user mistakes
 files.py       atomic writes (temporaries named by host and process)
 checkpoint.py  the checkpoint file format
 precision.py   fp32 or bf16: the choice `auto` makes, and the one autocast context
+metrics.py     BLEU, chrF and TER with sacreBLEU signatures
 nn/            pure building blocks: positions, attention backends, attention, KV cache, layers
 model/         the three families (encoder-decoder, decoder-only, encoder-only) and their builders
 data/          corpora, sentencepiece, encoded corpora on disk, token-budget batching
-decode/        search (greedy, beam, sampling), the Translator, scoring
+decode/        search: greedy, beam, sampling, constraints, ensembles, shortlists, compiled steps
 train/         loss, schedules, optimizer, the training loop, validation, reporting
+inference/     the Translator, its engines, checkpoint/export loading, confidence, re-ranking, input files
 qe/            quality estimation: labels, the QE corpus, its training task, the QualityEstimator
 export/        converters to inference engines
 serve/         the HTTP server
@@ -29,7 +32,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     """`Translator` is imported on first use, so `import seq2seq` stays light (no torch)."""
     if name == "Translator":
-        from seq2seq.decode.translator import Translator
+        from seq2seq.inference.translator import Translator
 
         return Translator
     raise AttributeError(f"module 'seq2seq' has no attribute {name!r}")

@@ -1,5 +1,7 @@
 """Imports point one way:
-errors/files/checkpoint/precision -> nn -> model -> data -> decode -> train -> qe -> export/serve -> cli.
+errors/files/checkpoint/precision/metrics -> nn -> model -> data -> decode -> (train | inference) -> qe
+-> export -> serve -> cli. train and inference share a rank: neither imports the other (what both need,
+such as a model's tuned decoding, lives in decode below them).
 
 Every `import seq2seq...` in the package (function-level ones included) is read from the source with
 `ast`, so a lazy import that breaks the order is caught as well as a top-level one.
@@ -13,8 +15,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "seq2seq"
-LAYERS = ["errors", "files", "checkpoint", "precision", "nn", "model", "data", "decode", "train", "qe",
-          "export", "serve", "cli"]  # fmt: skip
+LAYERS = ["errors", "files", "checkpoint", "precision", "metrics", "nn", "model", "data", "decode",
+          "train", "inference", "qe", "export", "serve", "cli"]  # fmt: skip
+SIDE_BY_SIDE = {"train": "inference", "inference": "train"}  # one rank: neither may import the other
 
 
 def module_name(path: Path) -> str:
@@ -38,10 +41,17 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def layer(module: str) -> int | None:
-    """The layer of seq2seq.<top>...; None for the package root (its facade may re-export anything)."""
+def top(module: str) -> str | None:
     parts = module.split(".")
-    return LAYERS.index(parts[1]) if len(parts) > 1 else None
+    return parts[1] if len(parts) > 1 else None
+
+
+def layer(module: str) -> int | None:
+    """The rank of seq2seq.<top>...; None for the package root (its facade may re-export anything)."""
+    name = top(module)
+    if name is None:
+        return None
+    return LAYERS.index("train") if name == "inference" else LAYERS.index(name)
 
 
 GRAPH = {module_name(p): imported_modules(p) for p in sorted(PACKAGE.rglob("*.py"))}
@@ -56,6 +66,8 @@ def test_every_package_has_a_layer() -> None:
 def test_imports_point_down_or_sideways(module: str) -> None:
     upward = sorted(dep for dep in GRAPH[module] if layer(dep) is not None and layer(dep) > layer(module))
     assert not upward, f"{module} imports {upward}, which sit above it in {LAYERS}"
+    sideways = sorted(dep for dep in GRAPH[module] if top(dep) == SIDE_BY_SIDE.get(top(module) or ""))
+    assert not sideways, f"{module} imports {sideways}: train and inference must not import each other"
 
 
 def test_no_import_cycles() -> None:
@@ -79,6 +91,8 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_checker_sees_a_violation() -> None:
-    """The rule is not vacuous: an import of train from decode would be reported."""
+    """The rule is not vacuous: an import of train from decode would be reported, and one between train
+    and inference."""
     assert layer("seq2seq.train.loop") > layer("seq2seq.decode.beam")
-    assert "seq2seq.checkpoint" in GRAPH["seq2seq.decode.loading"]
+    assert SIDE_BY_SIDE[top("seq2seq.inference.translator")] == top("seq2seq.train.loop")
+    assert "seq2seq.checkpoint" in GRAPH["seq2seq.inference.loading"]

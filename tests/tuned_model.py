@@ -14,7 +14,7 @@ import torch
 from tiny_models import save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
 EOS_PUSH = 21.0  # found by trying: below 20.5 some outputs at 1.0 keep words, from 22 many at 3.0 are empty
-TUNED = {  # the record training stores (seq2seq.train.decoding_tuning), as a test would read it back
+TUNED = {  # the record training stores (seq2seq.train.tune_decoding), as a test would read it back
     "values": {"length_penalty": 3.0, "max_len_a": 0.5},
     "defaults": {"length_penalty": 1.0, "max_len_a": 1.2},
     "chosen": True,

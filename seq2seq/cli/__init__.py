@@ -20,5 +20,6 @@ recipe_choice.py  which 30-minute recipe the quickstart trains, by native bf16 a
 schemas.py        typed schemas that check config values when Hydra composes them
 renamed_keys.py   a one-line error naming the new key when an override uses a renamed one
 resolvers.py      config resolvers for sweeps: threads per parallel job, the Optuna study's storage and seed
-common.py         config location, one-line errors, device and progress-bar settings
+launch.py         what every entry point does first: find the config tree, print a UserError as one line
+setting_checks.py checks of shared settings: device, progress bar, finite numbers
 """

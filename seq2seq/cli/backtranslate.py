@@ -34,20 +34,15 @@ from tqdm import tqdm
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.cli import backtranslate_dir as store
-from seq2seq.cli.common import (
-    config_dir,
-    exit_on_user_error,
-    number_setting,
-    pick_device,
-    progress_bar_setting,
-)
+from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.setting_checks import number_setting, pick_device, progress_bar_setting
 from seq2seq.data.binarize import file_digest
 from seq2seq.data.corpus import check_policy, decode_line, iter_raw_lines, normalize
-from seq2seq.decode.exported import read_metadata
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
+from seq2seq.inference.exported import read_metadata
+from seq2seq.inference.translator import Translator
 
 log = logging.getLogger("seq2seq.backtranslate")
 LANGUAGE = re.compile(r"[A-Za-z0-9_-]+")  # a file-name suffix

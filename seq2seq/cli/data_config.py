@@ -6,6 +6,7 @@ worker that only tokenizes should not carry PyTorch's memory.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from seq2seq.data.noise import NoiseSettings
 from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
 from seq2seq.data.vocabulary import TokenizerSettings
 from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
 
 
 def _path(value: Any) -> Path:
@@ -105,6 +108,14 @@ def transform_splits(data_cfg: DictConfig) -> list[str]:
     return splits
 
 
+# Transforms whose class moved: the old `_target_` still works for one release, with a warning.
+MOVED_TRANSFORMS = {
+    "seq2seq.decode.pair_filter.TranslationScoreFilter": (
+        "seq2seq.inference.pair_filter.TranslationScoreFilter"
+    ),
+}
+
+
 def cleaning_transforms(data_cfg: DictConfig) -> list[Any]:
     """`data.transforms`, instantiated in order (each entry a config with a `_target_` in seq2seq.*)."""
     from hydra.utils import instantiate
@@ -114,6 +125,11 @@ def cleaning_transforms(data_cfg: DictConfig) -> list[Any]:
     transforms = []
     for number, entry in enumerate(data_cfg.get("transforms") or []):
         target = str(entry.get("_target_", "")) if isinstance(entry, DictConfig) else ""
+        if target in MOVED_TRANSFORMS:
+            log.warning("data.transforms[%d]: _target_ %s is deprecated and will stop working in the next "
+                        "release; use %s", number, target, MOVED_TRANSFORMS[target])  # fmt: skip
+            target = MOVED_TRANSFORMS[target]
+            entry = OmegaConf.merge(entry, {"_target_": target})
         if not target.startswith("seq2seq."):
             raise UserError(
                 f"data.transforms[{number}] needs a _target_ in seq2seq.* (got {target or entry!r}); "

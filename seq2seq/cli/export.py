@@ -16,10 +16,10 @@ import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
-from seq2seq.cli.common import config_dir, exit_on_user_error
-from seq2seq.decode.exported import read_metadata
+from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.inference.exported import read_metadata
 
 log = logging.getLogger("seq2seq.export")
 FORMATS = ("ctranslate2",)

@@ -16,8 +16,9 @@ import hydra
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.common import config_dir, exit_on_user_error, progress_bar_setting
 from seq2seq.cli.data_config import prepared_corpus
+from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.setting_checks import progress_bar_setting
 from seq2seq.data.corpus import CorpusStats, iter_parallel, open_corpus_file
 from seq2seq.errors import UserError
 

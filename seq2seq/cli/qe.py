@@ -11,10 +11,11 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device
+from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.setting_checks import pick_device
 from seq2seq.cli.translate import write_output
-from seq2seq.decode.text_input import clean_line, read_text_lines
 from seq2seq.errors import UserError
+from seq2seq.inference.text_input import clean_line, read_text_lines
 from seq2seq.qe.scorer import QualityEstimator
 
 log = logging.getLogger("seq2seq.qe")

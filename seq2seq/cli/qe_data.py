@@ -20,10 +20,11 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
-from seq2seq.decode.translator import Translator
+from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
+from seq2seq.inference.translator import Translator
 from seq2seq.qe.corpus import write_qe_corpus
 from seq2seq.qe.generate import Pass, pass_record, read_pairs, run_pass, search_options, tokenizer_digest
 from seq2seq.qe.labels import sentence_labels

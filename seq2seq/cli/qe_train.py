@@ -22,11 +22,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
 from seq2seq.cli.hydra_records import write_hydra_records
+from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.qe_data import TOKENIZER_FILES
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
+from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
 from seq2seq.cli.train import check_targets, model_family, resume_path, seed_everything, trainer_options
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import UserError

@@ -13,10 +13,10 @@ import json
 import sys
 from collections.abc import Sequence
 
-from seq2seq.cli.common import exit_on_user_error
-from seq2seq.decode.score import DEFAULT_METRICS, METRICS, format_scores, score_corpus
-from seq2seq.decode.text_input import read_text_lines
+from seq2seq.cli.launch import exit_on_user_error
 from seq2seq.errors import UserError
+from seq2seq.inference.text_input import read_text_lines
+from seq2seq.metrics import DEFAULT_METRICS, METRICS, format_scores, score_corpus
 
 WHY_FLAGS = """Why --flags and not key=value like the other seq2seq commands: the input is a list of files
 (any number of references), as sacrebleu and fairseq-score take them, and there is no config to compose."""

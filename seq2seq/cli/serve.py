@@ -18,13 +18,14 @@ import torch
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.common import config_dir, exit_on_user_error, number_setting, pick_device
+from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.renamed_keys import refuse_renamed_keys
+from seq2seq.cli.setting_checks import number_setting, pick_device
 from seq2seq.cli.translate import quality_model, rerank_weight
-from seq2seq.decode.glossary import Glossary
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
+from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.translator import Translator
 
 log = logging.getLogger("seq2seq.serve")
 # Numeric settings and their ranges: every one finite (Hydra reads `inf` and `nan` as numbers).

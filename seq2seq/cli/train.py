@@ -24,11 +24,12 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
 from seq2seq.cli.data_config import corpus_entries, training_corpora
 from seq2seq.cli.hydra_records import write_hydra_records
+from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
+from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
 from seq2seq.cli.training_data import RunData, load_data
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError

@@ -25,16 +25,17 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from seq2seq.cli.common import config_dir, exit_on_user_error, pick_device, progress_bar_setting
+from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
 from seq2seq.decode.attention_plot import column_labels, save_attention_png
-from seq2seq.decode.common import Hypothesis
-from seq2seq.decode.confidence import Translation, confidence_of
-from seq2seq.decode.rerank import check_weight
+from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.decode.search import pad_batch
-from seq2seq.decode.text_input import read_text_lines
-from seq2seq.decode.translator import EncodedInput, Translator
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
+from seq2seq.inference.confidence import Translation, confidence_of
+from seq2seq.inference.rerank import check_weight
+from seq2seq.inference.text_input import read_text_lines
+from seq2seq.inference.translator import EncodedInput, Translator
 from seq2seq.qe.scorer import QualityEstimator
 
 log = logging.getLogger("seq2seq.translate")
@@ -150,7 +151,7 @@ def translate(cfg: DictConfig) -> None:
         max_input_tokens=cfg.max_input_tokens,
         long_lines=str(cfg.long_lines),
         glossary=None if cfg.glossary is None else hydra.utils.to_absolute_path(str(cfg.glossary)),
-    )  # fmt: skip  (decode keys left null take the model's own tuned values: seq2seq.decode.tuned)
+    )  # fmt: skip  (decode keys left null take the model's own tuned values: seq2seq.decode.tuned_decoding)
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
     confidence = confidence_setting(cfg)
     if cfg.alignment or cfg.attention_dir:

@@ -36,7 +36,7 @@ CLEAN_EXTRA = "pip install 'seq2seq[clean]'"
 
 
 class Transform(ABC):
-    """The interface of the transforms here (and of seq2seq.decode.pair_filter's): a subclass must say
+    """The interface of the transforms here (and of seq2seq.inference.pair_filter's): a subclass must say
     its settings and what it does to a chunk of pairs; it is stateless unless it overrides `reset`."""
 
     name: str = "Transform"
@@ -64,7 +64,7 @@ def check_transform(obj: object) -> None:
     if isinstance(obj, type) or not isinstance(getattr(obj, "name", None), str) or missing:
         raise UserError(
             f"data.transforms entry {what} is not a transform (it needs name, settings(), reset() and "
-            "__call__(pairs)); use a class of seq2seq.data.transforms or seq2seq.decode.pair_filter"
+            "__call__(pairs)); use a class of seq2seq.data.transforms or seq2seq.inference.pair_filter"
         )
     try:
         json.dumps(obj.settings(), sort_keys=True)  # type: ignore[attr-defined]

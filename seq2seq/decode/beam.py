@@ -28,20 +28,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seq2seq.decode.common import (
+from seq2seq.decode.constraints import Avoided
+from seq2seq.decode.hypotheses import (
     SPECIAL_IDS,
     Hypothesis,
     Prefix,
     SpecialIds,
-    StepRules,
     StopCheck,
     finished_hypothesis,
-    next_token_scores,
-    start_search,
 )
-from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import NEG_INF, length_penalty
+from seq2seq.decode.step_rules import StepRules, next_token_scores, start_search
 from seq2seq.errors import UserError
 from seq2seq.nn.kv_cache import DecoderState
 
@@ -88,7 +86,7 @@ def beam_search(
     only `nbest`; with `stop_early` which ones finish does not depend on the length penalty, so
     re-ranking them under another penalty gives exactly that penalty's search result. `avoid`: phrases
     no output may contain (seq2seq.decode.constraints). `stop`: asked at every step; True ends the
-    search with SearchStopped (seq2seq.decode.common).
+    search with SearchStopped (seq2seq.decode.hypotheses).
     Shapes: src (B, S) right-padded with pad_id -> B lists of `nbest` hypotheses.
     """
     beam_size, nbest = check_beam(options)

@@ -38,16 +38,6 @@ from seq2seq.decode.beam import (
     _top_candidates,
     check_beam,
 )
-from seq2seq.decode.common import (
-    SPECIAL_IDS,
-    Hypothesis,
-    Prefix,
-    SpecialIds,
-    StepRules,
-    StopCheck,
-    next_token_scores,
-    start_search,
-)
 from seq2seq.decode.constraints import (
     PAD,
     Avoided,
@@ -56,8 +46,10 @@ from seq2seq.decode.constraints import (
     hold_eos_,
     word_rules_,
 )
+from seq2seq.decode.hypotheses import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import NEG_INF
+from seq2seq.decode.step_rules import StepRules, next_token_scores, start_search
 from seq2seq.errors import UserError
 from seq2seq.nn.kv_cache import DecoderState
 
@@ -82,7 +74,7 @@ def constrained_beam_search(
     `constraints`: one list of phrases per sentence (each a list of target ids; [] for none). A forced
     prefix counts towards them. `continuing` (V,) bool: the target pieces that continue a word
     (seq2seq.decode.constraints.continuing_pieces); with them a phrase counts only on word boundaries.
-    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.common).
+    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.hypotheses).
     Shapes: src (B, S) right-padded with pad_id -> B lists of hypotheses.
     """
     beam_size, nbest = check_beam(options)

@@ -13,18 +13,17 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from seq2seq.decode.common import (
+from seq2seq.decode.constraints import Avoided
+from seq2seq.decode.hypotheses import (
     SPECIAL_IDS,
     Hypothesis,
     Prefix,
     SpecialIds,
     StopCheck,
     finished_hypothesis,
-    next_token_scores,
-    start_search,
 )
-from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.step_rules import next_token_scores, start_search
 
 # Next-token log-probabilities (N, V), already constrained -> chosen tokens (N,).
 Chooser = Callable[[Tensor], Tensor]
@@ -44,7 +43,7 @@ def greedy_search(
     """The most likely next token at every step, for a batch of right-padded sources.
 
     Uses the length rules of `options` (beam size, length penalty and sampling settings do not apply).
-    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.common).
+    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.hypotheses).
     Shapes: src (B, S) -> B hypotheses; score = log_prob (no length penalty).
     """
     paths = decode_paths(

@@ -3,7 +3,7 @@
 The `decode` config group holds the same keys. The defaults here are those of `configs/decode/greedy.yaml`
 (beam.yaml and sample.yaml are diffs on top of it); tests/cli/test_config_defaults.py keeps them equal.
 There, `length_penalty` and `max_len_a` are null: a model may carry its own values for them, tuned on dev
-data at the end of training (seq2seq.decode.tuned), and null is how a config says "not set here".
+data at the end of training (seq2seq.decode.tuned_decoding), and null is how a config says "not set here".
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from seq2seq.errors import UserError
 
 _TYPES = {"int": int, "float": float, "bool": bool}
-# Settings a model may carry values of its own for (seq2seq.decode.tuned); null in a config = not set.
+# Settings a model may carry tuned values of (seq2seq.decode.tuned_decoding); null in a config = not set.
 MODEL_TUNED = ("length_penalty", "max_len_a")
 
 
@@ -97,3 +97,6 @@ def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
 
 
 __all__ = ["MODEL_TUNED", "SearchOptions", "given_settings"]
+
+
+DEFAULT_OPTIONS = SearchOptions(beam_size=5)  # configs/decode/beam.yaml; a test keeps the two equal

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck
 from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.greedy import decode_paths
+from seq2seq.decode.hypotheses import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import top_k_top_p_filter
 from seq2seq.errors import UserError
@@ -29,7 +29,7 @@ def sampling_search(
     top_k = 0 and top_p = 1 disable the filters; top_k = 1 is greedy search. The same generator
     state and inputs give the same samples (the generator must live on src's device). Scores are
     the model's own log-probabilities (temperature 1, unfiltered), so samples rank like beams.
-    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.common).
+    `stop`: asked at every step; True ends the search with SearchStopped (seq2seq.decode.hypotheses).
     Shapes: src (B, S) -> B lists of `options.nbest` hypotheses.
     """
     temperature, top_k, top_p = options.temperature, options.top_k, options.top_p

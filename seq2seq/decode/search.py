@@ -13,10 +13,10 @@ import torch
 from torch import nn
 
 from seq2seq.decode.beam import beam_search
-from seq2seq.decode.common import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck, check_stop
 from seq2seq.decode.constrained import constrained_beam_search
 from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.hypotheses import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck, check_stop
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.sampling import sampling_search
 from seq2seq.decode.shortlist import Shortlist, full_vocabulary, restricted
@@ -81,7 +81,7 @@ def search_ids(
     for none: seq2seq.decode.constrained); `avoid`: phrases no output may contain; `continuing`: the
     target pieces that continue a word, which may not follow a completed phrase. `stop`: asked before
     each batch and at every decoding step; True ends the
-    search with SearchStopped (seq2seq.decode.common).
+    search with SearchStopped (seq2seq.decode.hypotheses).
     """
     model.eval()
     results: list[list[Hypothesis]] = [[] for _ in sources]

@@ -11,7 +11,7 @@ the special ids.
 `restricted(model, keep)` swaps the model's output projection(s) for a `CandidateProjection` during one
 batch: it computes the union of the batch's candidates (one product for the batch: the speed) and gives
 -inf to every other token. The per-sentence candidates stay with it (`sentence_candidates`), and
-whatever normalises a step (seq2seq.decode.common.next_token_scores; an Ensemble for each member) first
+whatever normalises a step (seq2seq.decode.step_rules.next_token_scores; an Ensemble for each member) first
 gives -inf to the tokens outside each row's own sentence's candidates. So a sentence's output and scores
 are those of searching it alone, whatever its batch-mates (under a server's dynamic batching too). Its
 token log-probabilities are then normalised over its candidates: where confidence is asked for, the

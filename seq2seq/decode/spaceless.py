@@ -1,9 +1,9 @@
 """Scripts written without spaces between words: Han (Chinese, Japanese kanji), Hiragana, Katakana, Thai,
 Lao, Khmer and Myanmar. Terminology finds words by spaces and by letters next to letters; in these
 scripts neither marks a word's end, so a letter of one of them always counts as standing next to a word
-boundary: a glossary finds "神" in "神说" (seq2seq.decode.glossary), a target piece of such a script never
+boundary: a glossary finds "神" in "神说" (seq2seq.inference.glossary), a target piece of such a script never
 continues the word before it, and a target phrase in one is split as inside a sentence, without the
-word-start mark (seq2seq.decode.constraints, seq2seq.decode.constraint_input). Korean is written with
+word-start mark (seq2seq.decode.constraints, seq2seq.inference.constraint_input). Korean is written with
 spaces and is not among them.
 """
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor, nn
 
-from seq2seq.decode.common import Hypothesis, SpecialIds
 from seq2seq.decode.ensemble import Ensemble
+from seq2seq.decode.hypotheses import Hypothesis, SpecialIds
 
 MAX_LOGITS = 1 << 24  # (positions x vocabulary) logits held at once: 64 MiB in float32
 

@@ -25,8 +25,12 @@ from typing import Any
 import torch
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
-from seq2seq.decode.engines import import_ctranslate2
-from seq2seq.decode.exported import (
+from seq2seq.decode.shortlist import Shortlist
+from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
+from seq2seq.errors import UserError
+from seq2seq.files import temporary_path
+from seq2seq.inference.engines import import_ctranslate2
+from seq2seq.inference.exported import (
     DECODER_ONLY,
     ENCODER_DECODER,
     FORMAT,
@@ -37,11 +41,7 @@ from seq2seq.decode.exported import (
     TORCH_WEIGHTS_FILE,
     VERSION,
 )
-from seq2seq.decode.loading import LoadedModel, load_for_inference
-from seq2seq.decode.shortlist import Shortlist
-from seq2seq.decode.tuned import PAYLOAD_KEY
-from seq2seq.errors import UserError
-from seq2seq.files import temporary_path
+from seq2seq.inference.loading import LoadedModel, load_for_inference
 from seq2seq.model import family_of
 from seq2seq.nn.positional import sinusoid_table
 

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.decode.text_input import clean_line, read_text_lines
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
+from seq2seq.inference.text_input import clean_line, read_text_lines
 
 log = logging.getLogger(__name__)
 

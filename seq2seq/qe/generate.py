@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.data.binarize import file_digest
-from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.text_input import read_text_lines
-from seq2seq.decode.translator import DEFAULT_OPTIONS
+from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
+from seq2seq.inference.text_input import read_text_lines
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ import torch
 from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.loading import load_for_inference
 from seq2seq.decode.search import length_sorted_batches
 from seq2seq.errors import UserError
+from seq2seq.inference.loading import load_for_inference
 from seq2seq.model.encoder_only import FAMILY as ENCODER_ONLY
 from seq2seq.precision import autocast, check_precision
 from seq2seq.qe.inputs import EncodedPairs, encode_pairs, pad_rows

@@ -27,7 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seq2seq.decode.confidence import Translation
+from seq2seq.inference.confidence import Translation
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.metrics import Metrics
 from seq2seq.serve.requests import (
@@ -158,7 +158,7 @@ async def _translate(
 def _translations(answer: Answer, *, nbest: int, confidence: bool) -> dict[str, Any]:
     """The answer's "translations" (and "scores" with nbest > 1): per text a string, or with
     `confidence` an object {"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}
-    (seq2seq.decode.confidence); with nbest > 1, a list of those per text. A request with constraints
+    (seq2seq.inference.confidence); with nbest > 1, a list of those per text. A request with constraints
     also gets "constraints_met" and "constraints" (phrases met and asked for, per text, of its best
     translation) and "engines" (which engine translated each text)."""
     if confidence:

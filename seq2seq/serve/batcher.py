@@ -38,11 +38,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from seq2seq.decode.common import SearchStopped
-from seq2seq.decode.confidence import Translation
+from seq2seq.decode.hypotheses import SearchStopped
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import EncodedInput, Translator
 from seq2seq.errors import UserError
+from seq2seq.inference.confidence import Translation
+from seq2seq.inference.translator import EncodedInput, Translator
 from seq2seq.serve.requests import HTTPError
 
 log = logging.getLogger("seq2seq.serve")
@@ -146,7 +146,7 @@ class BatchingTranslator:
         avoid: tuple[tuple[int, ...], ...] = (),
     ) -> Answer:
         """Per text, its n-best (translation, score) pairs; with `confidence` or `constraints` (target
-        phrases per piece of `encoded`), its n-best Translations (seq2seq.decode.confidence: they say
+        phrases per piece of `encoded`), its n-best Translations (seq2seq.inference.confidence: they say
         how many phrases each met). Requests with and without them share batches: what one asks for
         changes no other's answer (`avoid`, phrases no output may contain, applies to a whole search, so
         only requests avoiding the same phrases share one). Cancelling the call drops the request's work

@@ -19,9 +19,9 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.text_input import clean_line
-from seq2seq.decode.translator import EncodedInput, Translator
 from seq2seq.errors import UserError
+from seq2seq.inference.text_input import clean_line
+from seq2seq.inference.translator import EncodedInput, Translator
 
 log = logging.getLogger("seq2seq.serve")
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logged and counted, never sent
@@ -222,7 +222,7 @@ class EncodedTerms:
 
 def encode_terms(translator: Translator, parsed: ParsedRequest, encoded: EncodedInput) -> EncodedTerms:
     """The request's constraints (its own and the server's glossary's) as target tokens; 422 naming the
-    sentence when one cannot be met (seq2seq.decode.constraint_input)."""
+    sentence when one cannot be met (seq2seq.inference.constraint_input)."""
     if parsed.constraints is None and parsed.avoid is None and getattr(translator, "glossary", None) is None:
         return EncodedTerms(None, ())  # nothing to encode (and a Translator stand-in need not know how)
     try:

@@ -14,5 +14,5 @@ run_dir.py      a run directory holds one run: no fresh start among another run'
 snapshots.py    weights-only snapshots for trainer.average_fraction
 averaging.py    checkpoint averaging, and scoring the average on the whole dev set
 finish.py       the end of a run: average, choose the checkpoint to translate, tune its decoding
-decoding_tuning.py  length_penalty (and max_len_a) tuned on dev data for the chosen checkpoint
+tune_decoding.py  a model's tuned decoding: length_penalty and max_len_a chosen on dev data
 """

@@ -8,7 +8,7 @@ decoding settings. Rank 0 only, and not after a signal (the run is not over: res
    in a short run that is still improving fast, where the newest weights are the best ones. Its BLEU is
    what the run returns, so a sweep optimises the model that will be used.
 3. `trainer.tune_decoding`: the chosen checkpoint (best.pt without averaging) gets decoding settings of
-   its own (seq2seq.train.decoding_tuning), stored in the file under `decoding`.
+   its own (seq2seq.train.tune_decoding), stored in the file under `decoding`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from torch import nn
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
-from seq2seq.decode.tuned import PAYLOAD_KEY
+from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
 from seq2seq.errors import UserError
 from seq2seq.train.averaging import (
     average_and_validate,
@@ -32,8 +32,8 @@ from seq2seq.train.averaging import (
     score_final_weights,
     scored,
 )
-from seq2seq.train.decoding_tuning import describe, tune_decoding
 from seq2seq.train.snapshots import SnapshotPolicy, Snapshots
+from seq2seq.train.tune_decoding import describe, tune_decoding
 from seq2seq.train.validation import Validator
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokeni
 from seq2seq import Translator
 from seq2seq.cli import backtranslate_dir
 from seq2seq.cli.backtranslate import backtranslate, chunk_seed, count_lines
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 from seq2seq.files import this_host
 
 LINES = [*sentences(4, seed=5), "", *sentences(3, seed=6), "   ", *sentences(3, seed=7)]  # 12 lines

@@ -17,11 +17,11 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import get_method
 from omegaconf import MISSING, OmegaConf
 
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 from seq2seq.cli.schemas import TRAINER_PARTS, TrainerSchema, register_schemas
 from seq2seq.decode.greedy import greedy_search
-from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import DEFAULT_OPTIONS, Translator
+from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
+from seq2seq.inference.translator import Translator
 from seq2seq.train.finish import FinishSettings
 from seq2seq.train.loop import TrainerOptions
 from seq2seq.train.objective import TrainingLoss

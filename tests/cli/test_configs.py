@@ -11,7 +11,7 @@ from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 from seq2seq.cli.schemas import register_schemas
 from seq2seq.cli.train import build_loss, check_family_settings, check_targets, model_family
 from seq2seq.errors import UserError

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from seq2seq.cli.common import config_dir, number_setting
+from seq2seq.cli.launch import config_dir
+from seq2seq.cli.setting_checks import number_setting
 from seq2seq.errors import UserError
 
 SERVE_CONFIG = Path(config_dir()) / "serve.yaml"

@@ -15,7 +15,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from seq2seq.cli import resolvers
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 from seq2seq.cli.resolvers import launcher_jobs, local_parallel_jobs, sqlite_url, study_seed, threads_per_job
 from seq2seq.cli.train import check_targets  # registers the schemas and resolvers, as seq2seq-train does
 

@@ -20,9 +20,9 @@ from hydra import compose, initialize_config_dir
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 from seq2seq.cli.translate import translate
-from seq2seq.decode.confidence import Translation
+from seq2seq.inference.confidence import Translation
 
 LINES = [*sentences(4, seed=1), "", "   ", "the dog 🐕 sees the cat"]  # blank lines stay blank
 OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}  # the Translator's side of SHORT

@@ -15,8 +15,8 @@ from test_translate_confidence import run_translate
 from tiny_models import save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.decode.constraint_input import phrase_tokens
 from seq2seq.errors import UserError
+from seq2seq.inference.constraint_input import phrase_tokens
 
 LINES = ["in the beginning god created heaven", "", "the night was good", "water and land"]
 PHRASES = ["god\tlight", "", "day", ""]  # one line per input line; tabs between phrases
@@ -137,17 +137,17 @@ def test_the_translator_refuses_a_phrase_holding_an_avoided_one(checkpoint):
 
 
 def unmet_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "seq2seq.decode.constraint_input"]
+    return [r.getMessage() for r in caplog.records if r.name == "seq2seq.inference.constraint_input"]
 
 
 def test_god_and_gods_are_met_and_a_missed_phrase_names_its_cause(checkpoint, caplog):
     translator = Translator.from_checkpoint(checkpoint, options=OPTIONS)
-    with caplog.at_level(logging.WARNING, logger="seq2seq.decode.constraint_input"):
+    with caplog.at_level(logging.WARNING, logger="seq2seq.inference.constraint_input"):
         found = translator.translate(LINES[:2], constraints=[["god", "gods"], []], return_confidence=True)
     assert has(found[0].text, "god") and has(found[0].text, "gods") and found[0].constraints_met == 2
     assert not unmet_warnings(caplog)
     blocked = Translator.from_checkpoint(checkpoint, options={**OPTIONS, "no_repeat_ngram_size": 1})
-    with caplog.at_level(logging.WARNING, logger="seq2seq.decode.constraint_input"):
+    with caplog.at_level(logging.WARNING, logger="seq2seq.inference.constraint_input"):
         found = blocked.translate(LINES[:1], constraints=[["god", "gods"]], return_confidence=True)
     assert found[0].constraints_met == 1  # "god" and "gods" need the piece "▁god" twice
     (warning,) = unmet_warnings(caplog)

@@ -24,7 +24,7 @@ from hydra import compose, initialize_config_dir
 from tiny_models import TINY, save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 from seq2seq.cli.translate import translate
 from seq2seq.errors import UserError
 

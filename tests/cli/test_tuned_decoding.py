@@ -14,8 +14,7 @@ from tuned_model import TUNED, write_checkpoint
 
 from seq2seq import Translator
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
-from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import DEFAULT_OPTIONS
+from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
 from seq2seq.errors import UserError
 
 TEXTS = sentences(20, 5)
@@ -41,7 +40,7 @@ def expected(models: dict[str, Path]) -> dict[float, list[str]]:
 
 
 def test_the_translator_uses_the_models_own_settings(models: dict[str, Path], expected, caplog) -> None:
-    with caplog.at_level("INFO", logger="seq2seq.decode.translator"):
+    with caplog.at_level("INFO", logger="seq2seq.inference.translator"):
         translator = Translator.from_checkpoint(models["tuned"])
     assert translator.options == OWN and translator.translate(TEXTS) == expected[3.0]
     (note,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("decoding:")]
@@ -64,7 +63,7 @@ def test_settings_given_in_python_win(models: dict[str, Path], expected) -> None
 
 
 def test_an_ensemble_uses_its_first_models_settings(models: dict[str, Path], caplog) -> None:
-    with caplog.at_level("INFO", logger="seq2seq.decode.translator"):
+    with caplog.at_level("INFO", logger="seq2seq.inference.translator"):
         first = Translator.from_checkpoint([models["tuned"], models["plain"]])
         second = Translator.from_checkpoint([models["plain"], models["tuned"]])
     assert first.options == OWN and second.options == DEFAULT_OPTIONS
@@ -112,7 +111,7 @@ def test_an_exported_model_carries_and_uses_them(models: dict[str, Path], tmp_pa
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads((exported / "seq2seq.json").read_text())["decoding"] == TUNED
-    with caplog.at_level("INFO", logger="seq2seq.decode.translator"):
+    with caplog.at_level("INFO", logger="seq2seq.inference.translator"):
         translator = Translator.from_checkpoint(exported)
         given = Translator.from_checkpoint(exported, options={"length_penalty": 1.5})
     assert translator.options == OWN and given.options == OWN.replace(length_penalty=1.5)

@@ -8,7 +8,7 @@ import tiny_models
 import torch
 from torch import Tensor, nn
 
-from seq2seq.decode.common import SpecialIds
+from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.penalties import length_penalty
 from seq2seq.model import Seq2Seq
 from seq2seq.nn.kv_cache import DecoderState

@@ -172,7 +172,8 @@ def test_a_shared_engine_holds_each_searchs_choice_of_caches_for_the_whole_searc
     exactly that moment; the first must still give the output it gives alone, and so must the other."""
     import threading
 
-    from seq2seq.decode import compiled, engines
+    from seq2seq.decode import compiled
+    from seq2seq.inference import engines
 
     model = model_with(seed=7, max_positions=256)
     long = SearchOptions(beam_size=1, min_len=200, max_len_a=0.0, max_len_b=200)  # 200 tokens, then eos

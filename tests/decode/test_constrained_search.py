@@ -15,7 +15,6 @@ from scripted_model import Scripted
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.beam import beam_search
-from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.constrained import constrained_beam_search
 from seq2seq.decode.constraints import (
     Avoided,
@@ -26,6 +25,7 @@ from seq2seq.decode.constraints import (
     word_rules_,
 )
 from seq2seq.decode.ensemble import Ensemble
+from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import search
 from seq2seq.errors import UserError

@@ -11,10 +11,10 @@ from scripted_model import Scripted
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.constrained import constrained_beam_search
-from seq2seq.decode.constraint_input import encode_avoid, encode_constraints
 from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
+from seq2seq.inference.constraint_input import encode_avoid, encode_constraints
 
 GENESIS = [
     "起初，神创造天地。",

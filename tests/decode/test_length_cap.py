@@ -14,8 +14,8 @@ from seq2seq.decode.beam import beam_search
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.sampling import sampling_search
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
+from seq2seq.inference.translator import Translator
 
 MAX_POSITIONS = 12
 NO_EOS = SearchOptions(min_len=20)  # over every capped limit: eos only where the length limit forces it

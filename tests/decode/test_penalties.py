@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from seq2seq.decode.common import SpecialIds, prepare_prefix
+from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.penalties import (
     force_tokens,
     length_penalty,
@@ -16,6 +16,7 @@ from seq2seq.decode.penalties import (
     no_repeat_ngram_allowed,
     top_k_top_p_filter,
 )
+from seq2seq.decode.step_rules import prepare_prefix
 from seq2seq.errors import UserError
 
 NEG = float("-inf")

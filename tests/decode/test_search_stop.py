@@ -8,7 +8,7 @@ import pytest
 import torch
 from decode_helpers import IDS, eos_biased, sources
 
-from seq2seq.decode.common import SearchStopped
+from seq2seq.decode.hypotheses import SearchStopped
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import search_ids
 

@@ -18,13 +18,13 @@ import torch
 from commands import error_line, run_module
 from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
 
-from seq2seq.decode.common import SpecialIds
-from seq2seq.decode.engines import TorchEngine
 from seq2seq.decode.ensemble import Ensemble
+from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.shortlist import Shortlist, build_shortlist, restricted
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
+from seq2seq.inference.engines import TorchEngine
+from seq2seq.inference.translator import Translator
 from seq2seq.nn.quantized import int8_available, quantize_int8
 
 search_module = importlib.import_module("seq2seq.decode.search")  # the package exports a function `search`

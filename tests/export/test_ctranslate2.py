@@ -12,9 +12,9 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokeni
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.inference.translator import Translator
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'"

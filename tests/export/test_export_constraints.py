@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from tiny_models import save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.inference.translator import Translator
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'"

@@ -17,11 +17,11 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny
 
 from seq2seq.cli.export import export
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.exported import METADATA_FILE, read_metadata
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2, unsupported_settings
+from seq2seq.inference.exported import METADATA_FILE, read_metadata
+from seq2seq.inference.translator import Translator
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'"

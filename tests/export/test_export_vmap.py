@@ -12,9 +12,9 @@ from test_export_decoder_only import decoder_only_model  # the decoder-only expo
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq.decode.shortlist import Shortlist, tokenizer_digest
-from seq2seq.decode.translator import Translator
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.inference.translator import Translator
 
 pytest.importorskip("ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'")
 

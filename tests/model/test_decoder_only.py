@@ -15,9 +15,9 @@ import torch.nn.functional as F
 from tiny_models import tiny_decoder_only, tiny_model
 
 from seq2seq.decode.beam import beam_search
-from seq2seq.decode.common import SpecialIds
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.model import build_decoder_only, build_from_config, family_of

@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import MISSING, OmegaConf
 
-from seq2seq.cli.common import config_dir
+from seq2seq.cli.launch import config_dir
 from seq2seq.cli.schemas import ModelSchema, register_schemas
 from seq2seq.model import build_model, model_config, model_size, size_names
 from seq2seq.model.builders import RUN_TIME_ARGUMENTS

@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
 from torch import nn
 
-from seq2seq.decode import translator as translator_module
 from seq2seq.decode.ensemble import Ensemble
-from seq2seq.decode.translator import Translator, check_quantization
 from seq2seq.errors import UserError
+from seq2seq.inference import translator as translator_module
+from seq2seq.inference.translator import Translator, check_quantization
 from seq2seq.nn.embeddings import OutputProjection
 from seq2seq.nn.quantized import Int8Linear, int8_available, quantize_int8
 

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.decode.common import Hypothesis
-from seq2seq.decode.rerank import rerank
+from seq2seq.decode.hypotheses import Hypothesis
+from seq2seq.inference.rerank import rerank
 from seq2seq.model import build_encoder_only, model_size
 from seq2seq.qe.scorer import QualityEstimator
 from seq2seq.serve.app import create_app

@@ -16,7 +16,7 @@ from commands import ENV, KILL_AFTER_SAVE, error_line, run_module
 from sacrebleu.metrics import CHRF
 
 from seq2seq import Translator, UserError
-from seq2seq.decode.text_input import clean_line, read_text_lines
+from seq2seq.inference.text_input import clean_line, read_text_lines
 from seq2seq.qe.corpus import read_qe_corpus
 from seq2seq.qe.scorer import QualityEstimator
 

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import EncodedInput
 from seq2seq.errors import UserError
+from seq2seq.inference.translator import EncodedInput
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.requests import HTTPError
 

@@ -16,8 +16,8 @@ import uvicorn
 from serving import free_port
 
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import EncodedInput
 from seq2seq.errors import UserError
+from seq2seq.inference.translator import EncodedInput
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from tiny_models import save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.decode.glossary import Glossary
 from seq2seq.decode.options import SearchOptions
+from seq2seq.inference.glossary import Glossary
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics

@@ -2,7 +2,7 @@
 
 Each input line (text) may carry target phrases its translation must contain: given explicitly
 (`Translator.translate(..., constraints=)`, `seq2seq-translate constraints=FILE`, the server's
-"constraints") and/or found by a glossary in its source (seq2seq.decode.glossary). Phrases are cleaned
+"constraints") and/or found by a glossary in its source (seq2seq.inference.glossary). Phrases are cleaned
 like input text and split into target pieces; a phrase given twice counts once. `avoid` phrases must
 appear in no translation. Every problem is a one-line error naming the line:
   * a line count that differs from the input's;
@@ -23,10 +23,10 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.decode.spaceless import written_without_spaces
-from seq2seq.decode.text_input import clean_line
 from seq2seq.errors import UserError
+from seq2seq.inference.text_input import clean_line
 
 log = logging.getLogger(__name__)
 

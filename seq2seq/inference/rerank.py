@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.engines import CTranslate2DecoderOnlyEngine, CTranslate2Engine, TorchFallback
 from seq2seq.errors import UserError
+from seq2seq.inference.engines import CTranslate2DecoderOnlyEngine, CTranslate2Engine, TorchFallback
 from seq2seq.model.decoder_only import FAMILY as DECODER_ONLY
 
 METADATA_FILE = "seq2seq.json"

@@ -139,7 +139,7 @@ def test_an_xformers_checkpoint_translates_with_sdpa_where_xformers_cannot_run(
     import logging
 
     from seq2seq.checkpoint import load_checkpoint, save_checkpoint
-    from seq2seq.decode import loading
+    from seq2seq.inference import loading
     from seq2seq.model import builders
 
     payload = load_checkpoint(finished_run / "last.pt")

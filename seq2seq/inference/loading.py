@@ -14,7 +14,7 @@ from torch import nn
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.ensemble import Ensemble
-from seq2seq.decode.tuned import PAYLOAD_KEY
+from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
 from seq2seq.errors import UserError
 from seq2seq.model import TRANSLATING_FAMILIES, build_from_config
 from seq2seq.nn.backends import xformers_installed
@@ -29,7 +29,7 @@ class LoadedModel:
     tgt_tokenizer: Tokenizer
     config: dict[str, Any]
     step: int
-    decoding: dict[str, Any] | None = None  # the model's own tuned search settings (seq2seq.decode.tuned)
+    decoding: dict[str, Any] | None = None  # its tuned decoding (seq2seq.decode.tuned_decoding)
 
 
 def load_for_inference(path: Path, device: torch.device) -> LoadedModel:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import SPECIAL_IDS, SpecialIds, next_token_logprobs_
+from seq2seq.decode.hypotheses import SPECIAL_IDS, SpecialIds
+from seq2seq.decode.step_rules import next_token_logprobs_
 
 
 def test_next_token_logprobs_equal_log_softmax_and_reuse_float32_logits() -> None:
@@ -27,7 +28,7 @@ def test_next_token_logprobs_of_bfloat16_are_float32_and_leave_the_input() -> No
 
 
 def test_cache_steps_covers_bos_and_every_output_token_up_to_a_bound():
-    from seq2seq.decode.common import cache_steps
+    from seq2seq.decode.step_rules import cache_steps
 
     assert cache_steps(0) == 1 and cache_steps(30) == 31
     assert cache_steps(1000) == 128  # longer outputs grow the caches by doubling

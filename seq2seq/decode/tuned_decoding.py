@@ -1,5 +1,5 @@
 """A model's own decoding settings: `length_penalty` and `max_len_a` tuned on dev data at the end of
-training (seq2seq.train.decoding_tuning, `trainer.tune_decoding=true`).
+training (seq2seq.train.tune_decoding, `trainer.tune_decoding=true`).
 
 They are stored with the weights they were tuned for: in the checkpoint under the key `decoding`, and in
 an exported directory's seq2seq.json. A Translator (so seq2seq-translate and seq2seq-serve too) uses them

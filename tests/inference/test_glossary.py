@@ -1,4 +1,4 @@
-"""Glossaries (seq2seq.decode.glossary): the constraints of small fixed sentences follow the matching rules
+"""Glossaries (seq2seq.inference.glossary): the constraints of small fixed sentences follow the matching rules
 (word boundaries, smart case, longest leftmost match without overlaps, first-occurrence order without
 repeats, whitespace runs, Unicode); `Glossary.load` reads comments, blank lines, a byte order mark and
 CRLF endings, and every malformed file is a one-line UserError that names the file and the line."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.decode.glossary import Glossary
 from seq2seq.errors import UserError
+from seq2seq.inference.glossary import Glossary
 
 BIBLE = Glossary([("Lord God", "Señor Dios"), ("Lord", "Señor"), ("God", "Dios")])
 

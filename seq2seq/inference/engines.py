@@ -27,9 +27,9 @@ import torch
 from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis, SpecialIds, StopCheck, check_stop
 from seq2seq.decode.compiled import compile_setting, should_compile, use_eager_decoding, use_static_decoding
 from seq2seq.decode.constraints import continuing_pieces
+from seq2seq.decode.hypotheses import Hypothesis, SpecialIds, StopCheck, check_stop
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import length_sorted_batches, search_ids
 from seq2seq.decode.shortlist import Shortlist
@@ -135,7 +135,7 @@ class TorchFallback:
                         "to search them with; export again with torch_weights=true, or translate with the "
                         ".pt checkpoint"
                     )
-                from seq2seq.decode.loading import load_for_inference
+                from seq2seq.inference.loading import load_for_inference
 
                 loaded = load_for_inference(self.path, self.device)
                 ids = SpecialIds.of(loaded.tgt_tokenizer)

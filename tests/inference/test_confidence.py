@@ -16,12 +16,12 @@ from tiny_models import sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
 from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis, SpecialIds
-from seq2seq.decode.confidence import Confidence, Translation, confidence_of
-from seq2seq.decode.engines import TorchEngine
 from seq2seq.decode.ensemble import Ensemble
+from seq2seq.decode.hypotheses import Hypothesis, SpecialIds
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.translator import Translator
+from seq2seq.inference.confidence import Confidence, Translation, confidence_of
+from seq2seq.inference.engines import TorchEngine
+from seq2seq.inference.translator import Translator
 
 LIMIT = SearchOptions(max_len_a=0.0, max_len_b=12)  # a constant limit: random models rarely stop
 TEXTS = [*sentences(6, seed=3, words=(1, 9)), ""]  # different lengths: a padded batch; an empty text

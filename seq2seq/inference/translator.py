@@ -9,7 +9,8 @@
     translator.translate(["The LORD is my shepherd."], constraints=[["Jehová"]])  # "Jehová" will appear
 
 Search settings: beam 5 with the model's own length_penalty and max_len_a when training tuned them
-(seq2seq.decode.tuned), else the built-in defaults; `options=` or translate()'s arguments override them.
+(seq2seq.decode.tuned_decoding), else the built-in defaults; `options=` or translate()'s arguments
+override them.
 
 Input policy, the same as seq2seq-translate's (which is a thin layer over this class): one result per
 input text; an empty or whitespace-only text gives ""; control characters are removed and spaces
@@ -18,7 +19,7 @@ split into chunks translated separately and joined (`long_lines="split"`), or re
 (`long_lines="error"`).
 
 Terminology: `constraints` (target phrases per text that must appear: seq2seq.decode.constrained), a
-`glossary` (source term -> target term, seq2seq.decode.glossary) that adds them, and `avoid` (phrases that
+`glossary` (source term -> target term, seq2seq.inference.glossary) that adds them, and `avoid` (phrases that
 must not appear). CTranslate2 has no positive constraints: with an exported model, the sentences that carry
 some are searched by our engine on the PyTorch weights the export keeps (`TorchFallback`).
 """
@@ -35,27 +36,27 @@ import torch
 from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis, SpecialIds, StopCheck
 from seq2seq.decode.compiled import compile_setting
-from seq2seq.decode.confidence import Translation, confidence_of
-from seq2seq.decode.constraint_input import (
+from seq2seq.decode.constraints import continuing_pieces
+from seq2seq.decode.hypotheses import Hypothesis, SpecialIds, StopCheck
+from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
+from seq2seq.decode.shortlist import Shortlist
+from seq2seq.decode.tuned_decoding import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
+from seq2seq.errors import UserError
+from seq2seq.inference.confidence import Translation, confidence_of
+from seq2seq.inference.constraint_input import (
     encode_avoid,
     encode_constraints,
     log_unmet,
     on_pieces,
     text_constraints,
 )
-from seq2seq.decode.constraints import continuing_pieces
-from seq2seq.decode.engines import CTranslate2Engine, TorchEngine, is_exported_model
-from seq2seq.decode.exported import METADATA_FILE, load_exported
-from seq2seq.decode.glossary import Glossary
-from seq2seq.decode.loading import load_ensemble
-from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.rerank import QualityScorer, attach_quality, check_weight, rerank
-from seq2seq.decode.shortlist import Shortlist
-from seq2seq.decode.text_input import clean_line
-from seq2seq.decode.tuned import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
-from seq2seq.errors import UserError
+from seq2seq.inference.engines import CTranslate2Engine, TorchEngine, is_exported_model
+from seq2seq.inference.exported import METADATA_FILE, load_exported
+from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.loading import load_ensemble
+from seq2seq.inference.rerank import QualityScorer, attach_quality, check_weight, rerank
+from seq2seq.inference.text_input import clean_line
 from seq2seq.nn.quantized import QUANTIZATIONS, int8_available, quantize_int8
 from seq2seq.precision import check_precision
 
@@ -63,7 +64,6 @@ log = logging.getLogger(__name__)
 
 LONG_LINE_POLICIES = ("truncate", "split", "error")
 ENGINES = ("auto", "torch", "ctranslate2")
-DEFAULT_OPTIONS = SearchOptions(beam_size=5)  # configs/decode/beam.yaml; a test keeps the two equal
 CTRANSLATE2_PENALTY = (
     " (tuned with our GNMT length penalty; CTranslate2 divides by length ** penalty, which ranks a little "
     "differently)"
@@ -140,7 +140,7 @@ class Translator:
         tokenizers come from the files alone.
 
         `options`: None = DEFAULT_OPTIONS with the model's own tuned length_penalty and max_len_a, when it
-        has them (seq2seq.decode.tuned); a SearchOptions = exactly those settings; a mapping like the
+        has them (seq2seq.decode.tuned_decoding); a SearchOptions = exactly those settings; a mapping like the
         `decode` config = its keys over DEFAULT_OPTIONS, and the model's own values for the tuned keys it
         leaves out or null. One log line says which values are used and why.
 
@@ -150,7 +150,7 @@ class Translator:
         then runs on its candidate tokens only (seq2seq.decode.shortlist; engine "torch").
         `compile`: "auto", "true" or "false" (or a bool): whether our engine's searches run a compiled
         decoder step (seq2seq.decode.compiled; auto: on CPU, for inputs large enough to repay compiling).
-        `glossary`: a TSV file of source and target terms (or a Glossary): seq2seq.decode.glossary.
+        `glossary`: a TSV file of source and target terms (or a Glossary): seq2seq.inference.glossary.
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = _engine_for(paths, engine)
@@ -224,7 +224,7 @@ class Translator:
         """Translations of `texts`, in order. Arguments left None keep `options` (default: this
         Translator's). Returns one string per text; with `return_scores`, (text, score) pairs; with
         `return_confidence`, a `Translation` (text, score, confidence, mean_log_prob, tokens, token_probs:
-        seq2seq.decode.confidence), whatever `return_scores` says; with nbest > 1, a list of nbest of
+        seq2seq.inference.confidence), whatever `return_scores` says; with nbest > 1, a list of nbest of
         those per text. A text split into pieces joins the pieces' k-th hypotheses, its score is the sum
         of theirs and its confidence their tokens' together. `prefixes` (one per text, "" for none)
         forces the start of each translation; forced tokens count in the score and the confidence.
@@ -301,7 +301,7 @@ class Translator:
         label: Callable[[int], str] | None = None,
     ) -> tuple[list[list[list[int]]] | None, list[list[int]]]:
         """Per piece, the target phrases its translation must contain (explicit, then the glossary's; None
-        when neither applies), and the avoided phrases, as target tokens (seq2seq.decode.constraint_input).
+        when neither applies), and the avoided phrases, as target tokens (seq2seq.inference.constraint_input).
         `label(n)` names the n-th text (from 1) in errors; default "constraints line n"."""
         options = options or self.options
         banned = encode_avoid(avoid, self.tgt_tokenizer)
@@ -334,7 +334,7 @@ class Translator:
         beam's n-best (beam_size of them), orders them by score + weight * qe and keeps `nbest`.
         `constraints` / `avoid`: `encode_constraints`' results; unmet phrases are logged (`log_unmet`).
         `stop`: asked before each batch and at every decoding step; True ends the search with
-        seq2seq.decode.common.SearchStopped (a server stops a search nobody waits for any more)."""
+        seq2seq.decode.hypotheses.SearchStopped (a server stops a search nobody waits for any more)."""
         options = options or self.options
         wanted = options.nbest
         if self.rerank_weight is not None and options.searches_beams:
@@ -362,7 +362,7 @@ class Translator:
         return [[self._joined(parts) for parts in ranks] for ranks in by_rank(encoded, results)]
 
     def translations(self, encoded: EncodedInput, results: list[list[Hypothesis]]) -> list[list[Translation]]:
-        """`join_pieces` with each entry's confidence (seq2seq.decode.confidence): per text, its n-best
+        """`join_pieces` with each entry's confidence (seq2seq.inference.confidence): per text, its n-best
         Translations. `results` must come from `search(..., confidence=True)`."""
         return [
             [

@@ -6,9 +6,9 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
-from seq2seq.decode.score import format_scores, score_corpus
-from seq2seq.decode.text_input import read_text_lines as read_lines
 from seq2seq.errors import UserError
+from seq2seq.inference.text_input import read_text_lines as read_lines
+from seq2seq.metrics import format_scores, score_corpus
 
 HYPS = ["The cat sat on the mat.", "A quick brown fox jumps.", "Hello , world !"]
 REFS = [

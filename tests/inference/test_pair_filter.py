@@ -14,8 +14,8 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokeni
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.data.transforms import check_transform
-from seq2seq.decode.pair_filter import TranslationScoreFilter, combined, dual_score
 from seq2seq.errors import UserError
+from seq2seq.inference.pair_filter import TranslationScoreFilter, combined, dual_score
 
 
 @pytest.fixture(scope="module")

@@ -27,11 +27,11 @@ from sacrebleu.metrics import BLEU
 from torch import nn
 
 from seq2seq.decode.beam import beam_search
-from seq2seq.decode.common import Hypothesis, SpecialIds, longest_output_allowed
-from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.hypotheses import Hypothesis, SpecialIds
+from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
 from seq2seq.decode.penalties import length_penalty, max_output_lengths
 from seq2seq.decode.search import length_sorted_batches, pad_batch, search_ids
-from seq2seq.decode.translator import DEFAULT_OPTIONS
+from seq2seq.decode.step_rules import longest_output_allowed
 from seq2seq.precision import autocast
 from seq2seq.train.validation import Validator, evenly_spaced
 
@@ -107,7 +107,7 @@ def finished_hypotheses(
 def rerank(found: Sequence[list[Hypothesis]], alpha: float) -> list[Hypothesis | None]:
     """Per sentence, the hypothesis a search with length penalty `alpha` returns first (None: none)."""
 
-    def score(hypothesis: Hypothesis) -> float:  # as seq2seq.decode.common.finished_hypothesis computes it
+    def score(hypothesis: Hypothesis) -> float:  # as decode.hypotheses.finished_hypothesis does
         return hypothesis.log_prob / float(length_penalty(len(hypothesis.tokens) + 1, alpha))
 
     return [max(hyps, key=score) if hyps else None for hyps in found]

@@ -14,11 +14,11 @@ from tiny_models import sentences, tiny_model, tiny_tokenizer
 from torch import nn
 
 from seq2seq.decode.beam import beam_search
-from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.hypotheses import Hypothesis
+from seq2seq.decode.options import DEFAULT_OPTIONS
 from seq2seq.decode.search import pad_batch
-from seq2seq.decode.translator import DEFAULT_OPTIONS
-from seq2seq.train import decoding_tuning
-from seq2seq.train.decoding_tuning import _Scorer, rerank, tune_decoding
+from seq2seq.train import tune_decoding as tuning_module
+from seq2seq.train.tune_decoding import _Scorer, rerank, tune_decoding
 from seq2seq.train.validation import evenly_spaced
 
 
@@ -97,7 +97,7 @@ def short_and_full(reference: list[int], keep: int) -> list[Hypothesis]:
 def finding_short_and_full(monkeypatch: pytest.MonkeyPatch, dev: SimpleNamespace) -> None:
     """Every sentence's search finds short_and_full(reference, keep=4): a penalty of 1.3 gains everywhere."""
     found = [short_and_full(reference, keep=4) for reference in dev.references]
-    monkeypatch.setattr(decoding_tuning, "finished_hypotheses", lambda model, v, sources, options: found)
+    monkeypatch.setattr(tuning_module, "finished_hypotheses", lambda model, v, sources, options: found)
 
 
 def test_a_clear_gain_changes_the_length_penalty(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +118,7 @@ def test_a_gain_within_noise_keeps_the_defaults(monkeypatch: pytest.MonkeyPatch)
     dev = dev_set(40, source_length=20, reference_length=8)
     same = [Hypothesis(tokens=ref[:6], score=0.0, log_prob=-1.0) for ref in dev.references]
     monkeypatch.setattr(
-        decoding_tuning, "finished_hypotheses", lambda model, v, sources, options: [
+        tuning_module, "finished_hypotheses", lambda model, v, sources, options: [
             short_and_full(dev.references[0], keep=4), *([hyp] for hyp in same[1:])
         ],
     )  # fmt: skip
@@ -141,7 +141,7 @@ def test_outputs_at_the_length_limit_lead_to_a_wider_limit(monkeypatch: pytest.M
         sample = [dev.references[i] for i in evenly_spaced(len(dev.references), len(sources))]
         return [[Hypothesis(tokens=ref[:limit], score=0.0, log_prob=-1.0)] for ref in sample]
 
-    monkeypatch.setattr(decoding_tuning, "finished_hypotheses", search)
+    monkeypatch.setattr(tuning_module, "finished_hypotheses", search)
     record = tune_decoding(torch.nn.Identity(), dev, sentences=12)
     assert searched == [1.2, 1.8] and record["searches"] == 2 and record["limit_share"] == 1.0
     assert record["chosen"] and record["values"] == {"length_penalty": 1.0, "max_len_a": 1.8}
@@ -158,7 +158,7 @@ def test_without_stop_early_the_winner_is_confirmed_by_a_real_search(monkeypatch
         confirmed.append(options.length_penalty)
         return [short_and_full(ref, keep=4)[0] for ref in dev.references]  # the short ones after all
 
-    monkeypatch.setattr(decoding_tuning, "real_search", real_search)
+    monkeypatch.setattr(tuning_module, "real_search", real_search)
     record = tune_decoding(
         torch.nn.Identity(), dev, sentences=None, base=DEFAULT_OPTIONS.replace(stop_early=False)
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.decode.common import Hypothesis
+from seq2seq.decode.hypotheses import Hypothesis
 
 JSON_DIGITS = 6  # significant digits of the numbers in JSON answers (the CLI's jsonl, the server)
 
@@ -59,7 +59,7 @@ class Translation:
     mean_log_prob: float | None = None
     tokens: list[str] = field(default_factory=list)
     token_probs: list[float] = field(default_factory=list)
-    qe: float | None = None  # the QE model's estimate (seq2seq.decode.rerank), when the Translator has one
+    qe: float | None = None  # the QE model's estimate (seq2seq.inference.rerank), when the Translator has one
     constraints_met: int | None = (
         None  # phrases met, when the text had constraints (seq2seq.decode.constrained)
     )

@@ -15,9 +15,10 @@ its final eos, in nats. Two methods:
                 the mean of the two directions' contrasts (their scales differ, so dual's difference
                 term would punish clean pairs). It costs a second decoder pass per direction.
 
-It lives in decode/ (not data/ with the other transforms) because it needs a model; seq2seq.data never
-imports seq2seq.decode. Configure it like the others in `data.transforms`:
-`{_target_: seq2seq.decode.pair_filter.TranslationScoreFilter, checkpoint: runs/x/best.pt, min_score: 0.5}`.
+It implements seq2seq.data.transforms' Transform but lives in the inference layer, because it loads a
+model and seq2seq.data sits below every model-loading module. Configure it like the others in
+`data.transforms`: `{_target_: seq2seq.inference.pair_filter.TranslationScoreFilter,
+checkpoint: runs/x/best.pt, min_score: 0.5}`.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ from torch import nn
 from seq2seq.data.binarize import file_digest
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.data.transforms import Pair, Result, Transform
-from seq2seq.decode.loading import LoadedModel, load_ensemble
 from seq2seq.decode.search import length_sorted_batches, pad_batch
 from seq2seq.errors import UserError
+from seq2seq.inference.loading import LoadedModel, load_ensemble
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,69 @@
+"""What every entry point does first: find the config tree, and print a UserError as one line (exit 2)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from seq2seq.errors import UserError
+
+if TYPE_CHECKING:
+    pass
+
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("seq2seq")
+
+
+def config_dir() -> str:
+    """Absolute path of the Hydra config tree: a directory, which `@hydra.main(config_path=...)` and
+    `initialize_config_dir` both take.
+
+    An installed wheel carries a copy of the repository's ``configs/`` as the package data
+    ``seq2seq/configs`` (setup.py puts it there), found through importlib.resources. A source tree (the
+    editable install, or the package on PYTHONPATH) has no such copy and uses the ``configs/`` beside the
+    package, so that edits there apply at once.
+    """
+    package = resources.files("seq2seq")
+    if not isinstance(package, Path):  # a zip archive: Hydra reads configs from a directory
+        raise UserError(f"seq2seq is imported from an archive ({package}); install it with pip")
+    package = package.resolve()
+    for candidate in (package / "configs", package.parent / "configs"):
+        if _is_config_tree(candidate):
+            return str(candidate)
+    raise UserError(
+        f"no config tree found: neither the package data {package / 'configs'} (an installed wheel) nor "
+        f"{package.parent / 'configs'} (a source checkout); reinstall seq2seq"
+    )
+
+
+def _is_config_tree(path: Path) -> bool:
+    return (path / "train.yaml").is_file() and (path / "model").is_dir()
+
+
+def exit_on_user_error(fn: F) -> F:
+    """Print a UserError as one line on stderr and exit 2 instead of showing a traceback.
+
+    A reader that stops early (`seq2seq-translate ... | head -1`) closes the pipe: exit 1 quietly, as
+    other Unix tools do, rather than with a BrokenPipeError traceback.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as error:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(2)
+        except BrokenPipeError:
+            os.dup2(
+                os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+            )  # the exit flush must not fail again
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
