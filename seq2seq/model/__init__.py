@@ -1,5 +1,6 @@
 """The Transformer families: encoder-decoder, decoder-only and encoder-only. One concept per module:
 
+families.py      the family names (ENCODER_DECODER, DECODER_ONLY, ENCODER_ONLY): constants, in one place
 transformer.py   Encoder, Decoder, Seq2Seq (forward / encode / init_state / decode_step), PositionScheme
 decoder_only.py  DecoderOnly: one causal or prefix-LM stack over `source <tag> target`, the same surface
 encoder_only.py  EncoderOnly: a bidirectional stack over `source </s> translation`, pooled: quality estimation
