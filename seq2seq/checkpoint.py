@@ -30,7 +30,7 @@ from seq2seq.files import atomic_output
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 VERSION_KEY = "format_version"
 # Names the rotation never deletes, whatever pattern it is given.
 PROTECTED_NAMES = frozenset({"last.pt", "best.pt"})
@@ -72,8 +72,16 @@ def _rename_model_settings(settings: dict[str, Any], joint: bool | None) -> dict
     return renamed
 
 
+def _tuned_decoding_v3(payload: Payload) -> Payload:
+    """Version 2 -> 3: the tuned decoding record (seq2seq.decode.tuned_decoding) is stored under
+    ``tuned_decoding``, its one name, instead of ``decoding``; the record itself is unchanged."""
+    if "decoding" in payload:
+        payload["tuned_decoding"] = payload.pop("decoding")
+    return payload
+
+
 # MIGRATIONS[v] upgrades a version-v payload to version v + 1; ``migrate`` chains them on load.
-MIGRATIONS: dict[int, Callable[[Payload], Payload]] = {1: _model_settings_v2}
+MIGRATIONS: dict[int, Callable[[Payload], Payload]] = {1: _model_settings_v2, 2: _tuned_decoding_v3}
 
 # What torch.load raises on damaged bytes (seen by truncating and flipping bytes of real files).
 _DAMAGED_FILE_ERRORS = (

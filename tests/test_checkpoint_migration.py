@@ -1,4 +1,5 @@
 """Format version 1 -> 2: old checkpoints' model settings get the new names and rebuild the same model.
+Version 2 -> 3: the tuned decoding record's key `decoding` becomes `tuned_decoding`, the same record.
 
 A version-1 file is written here the way version 1 wrote it (torch.save of a payload whose
 model_config has `attention` and `tie_embeddings`), with the weights of a model built under the
@@ -13,9 +14,12 @@ from typing import Any
 import pytest
 import torch
 from tiny_models import TINY
+from tuned_model import TUNED, write_checkpoint
 
-from seq2seq.checkpoint import FORMAT_VERSION, load_checkpoint, migrate
+from seq2seq.checkpoint import FORMAT_VERSION, load_checkpoint, migrate, save_checkpoint
 from seq2seq.decode.greedy import greedy_search
+from seq2seq.decode.tuned_decoding import TunedDecoding
+from seq2seq.inference.loading import load_for_inference
 from seq2seq.model import Seq2Seq, build_model, count_parameters
 
 TINY_SETTINGS = dict(pad_id=0, **TINY, dropout=0.0)
@@ -79,7 +83,7 @@ def test_a_version_1_checkpoint_rebuilds_the_same_model(tmp_path: Path, case: st
     write_version_1(path, old, settings, with_run_config=True)
 
     payload = load_checkpoint(path)
-    assert payload["format_version"] == FORMAT_VERSION == 2
+    assert payload["format_version"] == FORMAT_VERSION == 3
     config = payload["model_config"]
     assert "attention" not in config and "tie_embeddings" not in config
     assert config["attention_backend"] == "manual"
@@ -118,5 +122,24 @@ def test_the_migration_keeps_everything_else_and_does_not_touch_its_input() -> N
         *["src_vocab_size", "tgt_vocab_size", *TINY_SETTINGS, "positional"],
         *["attention_backend", "share_embeddings", "share_decoder_output", "max_positions"],
     ]
-    assert new["step"] == 7 and new["config"] == {"seed": 1} and new["format_version"] == 2
-    assert migrate({"format_version": 1, "step": 2}) == {"format_version": 2, "step": 2}
+    assert new["step"] == 7 and new["config"] == {"seed": 1} and new["format_version"] == FORMAT_VERSION
+    assert migrate({"format_version": 1, "step": 2}) == {"format_version": FORMAT_VERSION, "step": 2}
+
+
+def test_version_2s_decoding_record_becomes_the_tuned_decoding() -> None:
+    old = {"format_version": 2, "step": 2, "decoding": TUNED}
+    assert migrate(old) == {"format_version": FORMAT_VERSION, "step": 2, "tuned_decoding": TUNED}
+    assert old["decoding"] == TUNED  # input intact
+    assert migrate({"format_version": 2, "step": 2}) == {"format_version": FORMAT_VERSION, "step": 2}
+
+
+def test_a_checkpoint_with_the_old_key_loads_the_same_tuned_decoding(tmp_path: Path) -> None:
+    """Saved by version 2 (`decoding`) or now (`tuned_decoding`): the model comes with the same settings."""
+    now = write_checkpoint(tmp_path / "now.pt", decoding=None)
+    payload = load_checkpoint(now)
+    save_checkpoint(now, {**payload, "tuned_decoding": TUNED})
+    torch.save({**payload, "format_version": 2, "decoding": TUNED}, tmp_path / "old.pt")
+    old, new = (load_for_inference(tmp_path / name, torch.device("cpu")) for name in ("old.pt", "now.pt"))
+    assert old.tuned_decoding == new.tuned_decoding == TUNED
+    values = [TunedDecoding.read(loaded.tuned_decoding, "here").values for loaded in (old, new)]
+    assert values[0] == values[1] == TUNED["values"]

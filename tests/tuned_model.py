@@ -33,5 +33,5 @@ def write_checkpoint(path: Path, decoding: dict[str, Any] | None = TUNED) -> Pat
         model.decoder.final_norm.bias.add_(EOS_PUSH * eos / eos.norm() ** 2)
     extra = {"config": {"data": {"src_lang": "en", "tgt_lang": "xx"}}}
     if decoding is not None:
-        extra["decoding"] = decoding
+        extra["tuned_decoding"] = decoding
     return save_tiny_checkpoint(path, model, tokenizer, step=3, **extra)

@@ -1,6 +1,8 @@
-"""Search: what turns a model's next-token scores into outputs. It talks to any family (and to an
-ensemble or an exported model) through the SearchableModel protocol only. One concept per module:
+"""Search: what turns a model's next-token scores into outputs. It talks to any family, and to an
+ensemble of them, through the SearchableModel protocol only (an exported model is searched by CTranslate2
+behind seq2seq.inference.engines.Engine). One concept per module:
 
+searchable.py   SearchableModel: the protocol every searched model implements (families, Ensemble)
 options.py      SearchOptions: every search setting, in one object (the `decode` config group)
 hypotheses.py   what goes in and comes out: special ids, prefixes, the stop check, Hypothesis
 step_rules.py   the per-step rules: length limits, n-gram blocking, forced prefixes, avoided phrases

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.hypotheses import (
@@ -39,9 +39,9 @@ from seq2seq.decode.hypotheses import (
 )
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import NEG_INF, length_penalty
+from seq2seq.decode.searchable import SearchableModel, SearchState
 from seq2seq.decode.step_rules import StepRules, next_token_scores, start_search
 from seq2seq.errors import UserError
-from seq2seq.nn.kv_cache import DecoderState
 
 
 @dataclass
@@ -67,7 +67,7 @@ class _Candidates:
 
 @torch.inference_mode()
 def beam_search(
-    model: nn.Module,
+    model: SearchableModel,
     src: Tensor,
     options: SearchOptions,
     *,
@@ -93,7 +93,7 @@ def beam_search(
     rules, state = start_search(
         model, src, options, copies=beam_size, prefix=prefix, ids=ids, avoid=avoid, stop=stop
     )
-    ready = getattr(model, "returns_log_probs", False)  # an Ensemble scores the step itself
+    ready = model.returns_log_probs  # an Ensemble scores the step itself
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
     finished: list[list[Hypothesis]] = [[] for _ in range(src.shape[0])]
@@ -123,7 +123,7 @@ def _initial_beams(batch: int, beam_size: int, rules: StepRules, *, device: torc
 
 def _step(
     beams: _Beams,
-    state: DecoderState,
+    state: SearchState,
     logprobs: Tensor,
     finished: list[list[Hypothesis]],
     *,
@@ -296,7 +296,7 @@ def _sentence_done(
 
 
 def _advance(
-    beams: _Beams, state: DecoderState, candidates: _Candidates, picks: Tensor, done: list[bool]
+    beams: _Beams, state: SearchState, candidates: _Candidates, picks: Tensor, done: list[bool]
 ) -> tuple[Tensor, Tensor | None]:
     """Move to the chosen beams and drop the sentences that are done, with one cache reorder.
 

@@ -23,13 +23,14 @@ sliding-window attention; tested and measured in fp32.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch import nn
 
+from seq2seq.decode.ensemble import members_of
+from seq2seq.decode.searchable import SearchableModel
 from seq2seq.errors import UserError
+from seq2seq.model.transformer import Seq2Seq
 
 log = logging.getLogger(__name__)
 COMPILE_SETTINGS = ("auto", "true", "false")
@@ -46,20 +47,19 @@ def compile_setting(value: Any) -> str:
     return text
 
 
-def _members(model: nn.Module) -> Iterator[nn.Module]:
-    """The models that decode: an ensemble's members, or the model itself."""
-    members = getattr(model, "members", None)
-    yield from (members if members is not None else [model])
+def _stepping(model: SearchableModel) -> list[Seq2Seq]:
+    """The encoder-decoder models whose steps compile: the model's, or its ensemble's members (checked by
+    `unsupported_reason` first)."""
+    return [member for member in members_of(model) if isinstance(member, Seq2Seq)]
 
 
 def unsupported_reason(
-    model: nn.Module, *, quantization: str = "none", shortlist: bool = False
+    model: SearchableModel, *, quantization: str = "none", shortlist: bool = False
 ) -> str | None:
     """Why this model and setting cannot decode compiled, in words; None when they can."""
-    for member in _members(model):
-        family = getattr(member, "family", "encoder_decoder")
-        if family != "encoder_decoder" or not hasattr(member, "static_step"):
-            return f"it compiles encoder-decoder models, and this is {family}"
+    for member in members_of(model):
+        if not isinstance(member, Seq2Seq):  # the one family with a static step
+            return f"it compiles encoder-decoder models, and this is {member.family}"
         if member.config.get("window") is not None:
             return "sliding-window attention decodes on growing caches only"
     if quantization != "none":
@@ -69,32 +69,32 @@ def unsupported_reason(
     return None
 
 
-def use_static_decoding(model: nn.Module, *, compiled: bool) -> None:
+def use_static_decoding(model: SearchableModel, *, compiled: bool) -> None:
     """Make every search on `model` run on static caches: through a compiled step, or (compiled=False)
     the same step eagerly, which the tests compare with today's growing caches. A member keeps its
     compiled step (and what PyTorch compiled for it) when switched back to eager and compiled again."""
-    for member in _members(model):
+    for member in _stepping(model):
         if not compiled:
             member.static_step_function = member.static_step
             continue
-        if getattr(member, "_compiled_static_step", None) is None:
+        if member.compiled_static_step is None:
             # freezing: the weights become constants of the graph, which lets it pre-pack them for the
             # CPU's matrix kernels (a search never changes them; training never compiles this step).
-            member._compiled_static_step = torch.compile(
+            member.compiled_static_step = torch.compile(
                 member.static_step, dynamic=True, options={"freezing": True}
             )
-        member.static_step_function = member._compiled_static_step
+        member.static_step_function = member.compiled_static_step
 
 
-def use_eager_decoding(model: nn.Module) -> None:
+def use_eager_decoding(model: SearchableModel) -> None:
     """Back to today's growing caches and eager step."""
-    for member in _members(model):
+    for member in _stepping(model):
         member.static_step_function = None
 
 
 def should_compile(
     setting: str,
-    model: nn.Module,
+    model: SearchableModel,
     *,
     sentences: int,
     device: torch.device,

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from seq2seq.decode.beam import (
     _advance,
@@ -49,16 +49,16 @@ from seq2seq.decode.constraints import (
 from seq2seq.decode.hypotheses import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import NEG_INF
+from seq2seq.decode.searchable import SearchableModel, SearchState
 from seq2seq.decode.step_rules import StepRules, next_token_scores, start_search
 from seq2seq.errors import UserError
-from seq2seq.nn.kv_cache import DecoderState
 
 Phrases = Sequence[Sequence[Sequence[int]]]  # per sentence, its phrases as target token ids
 
 
 @torch.inference_mode()
 def constrained_beam_search(
-    model: nn.Module,
+    model: SearchableModel,
     src: Tensor,
     options: SearchOptions,
     constraints: Phrases,
@@ -82,7 +82,7 @@ def constrained_beam_search(
     rules, state = start_search(
         model, src, options, copies=beam_size, prefix=prefix, ids=ids, avoid=avoid, stop=stop
     )
-    ready = getattr(model, "returns_log_probs", False)  # an Ensemble scores the step itself
+    ready = model.returns_log_probs  # an Ensemble scores the step itself
     limits = rules.max_lens[::beam_size].tolist()  # per sentence, on the host
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
     if continuing is not None:
@@ -136,7 +136,7 @@ def check_constraints(constraints: Phrases, *, batch: int, beam_size: int, ids: 
 
 def _step(
     beams: _Beams,
-    state: DecoderState,
+    state: SearchState,
     logprobs: Tensor,
     wanted: ConstraintState,
     finished: list[list[Hypothesis]],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.hypotheses import (
@@ -23,6 +23,7 @@ from seq2seq.decode.hypotheses import (
     finished_hypothesis,
 )
 from seq2seq.decode.options import SearchOptions
+from seq2seq.decode.searchable import SearchableModel
 from seq2seq.decode.step_rules import next_token_scores, start_search
 
 # Next-token log-probabilities (N, V), already constrained -> chosen tokens (N,).
@@ -31,7 +32,7 @@ GREEDY = SearchOptions()
 
 
 def greedy_search(
-    model: nn.Module,
+    model: SearchableModel,
     src: Tensor,
     options: SearchOptions = GREEDY,
     *,
@@ -62,7 +63,7 @@ def greedy_search(
 
 @torch.inference_mode()
 def decode_paths(
-    model: nn.Module,
+    model: SearchableModel,
     src: Tensor,
     options: SearchOptions,
     *,
@@ -77,7 +78,7 @@ def decode_paths(
     rules, state = start_search(
         model, src, options, copies=copies, prefix=prefix, ids=ids, avoid=avoid, stop=stop
     )
-    ready = getattr(model, "returns_log_probs", False)
+    ready = model.returns_log_probs  # an Ensemble scores the step itself
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row
     tokens = torch.full((total, 1), ids.bos, dtype=torch.long, device=src.device)  # (N, 1 + step)

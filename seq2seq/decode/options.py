@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from seq2seq.errors import UserError
 
 _TYPES = {"int": int, "float": float, "bool": bool}
 # Settings a model may carry tuned values of (seq2seq.decode.tuned_decoding); null in a config = not set.
-MODEL_TUNED = ("length_penalty", "max_len_a")
+TUNED_SETTINGS = ("length_penalty", "max_len_a")
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,9 @@ class SearchOptions:
         """The options of a `decode` config group; a value of the wrong type is a one-line UserError.
 
         Keys that are not search options are ignored (Hydra's `defaults` list, comments-as-keys); keys
-        absent, and MODEL_TUNED keys that are null, keep `base`'s values (default: SearchOptions()).
+        absent, and TUNED_SETTINGS keys that are null, keep `base`'s values (default: SearchOptions()).
         """
-        values = {k: v for k, v in decode.items() if not (k in MODEL_TUNED and v is None)}
+        values = {k: v for k, v in decode.items() if not (k in TUNED_SETTINGS and v is None)}
         return dataclasses.replace(cls() if base is None else base, **_typed_values(values, prefix="decode."))
 
     def replace(self, **changes: Any) -> SearchOptions:
@@ -70,8 +71,8 @@ class SearchOptions:
 
 
 def given_settings(decode: Mapping[str, Any]) -> frozenset[str]:
-    """The MODEL_TUNED keys a `decode` mapping sets (not absent, not null): they win over a model's own."""
-    return frozenset(key for key in MODEL_TUNED if decode.get(key) is not None)
+    """The TUNED_SETTINGS keys a `decode` mapping sets (not absent, not null): they win over a model's own."""
+    return frozenset(key for key in TUNED_SETTINGS if decode.get(key) is not None)
 
 
 def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
@@ -96,7 +97,17 @@ def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
     return typed
 
 
-__all__ = ["MODEL_TUNED", "SearchOptions", "given_settings"]
+def __getattr__(name: str) -> Any:
+    """The constant's name before this release, still accepted with a warning (until the next one)."""
+    if name == "MODEL_TUNED":
+        warnings.warn("MODEL_TUNED is deprecated and will stop working in the next release; "
+                      "use TUNED_SETTINGS",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
+        return TUNED_SETTINGS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["TUNED_SETTINGS", "SearchOptions", "given_settings"]
 
 
 DEFAULT_OPTIONS = SearchOptions(beam_size=5)  # configs/decode/beam.yaml; a test keeps the two equal

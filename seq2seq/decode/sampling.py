@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.greedy import decode_paths
 from seq2seq.decode.hypotheses import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.penalties import top_k_top_p_filter
+from seq2seq.decode.searchable import SearchableModel
 from seq2seq.errors import UserError
 
 
 def sampling_search(
-    model: nn.Module,
+    model: SearchableModel,
     src: Tensor,
     options: SearchOptions,
     *,

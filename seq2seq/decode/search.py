@@ -10,7 +10,6 @@ from contextlib import nullcontext
 from typing import Any
 
 import torch
-from torch import nn
 
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.constrained import constrained_beam_search
@@ -19,6 +18,7 @@ from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.hypotheses import SPECIAL_IDS, Hypothesis, Prefix, SpecialIds, StopCheck, check_stop
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.sampling import sampling_search
+from seq2seq.decode.searchable import SearchableModel
 from seq2seq.decode.shortlist import Shortlist, full_vocabulary, restricted
 from seq2seq.decode.teacher_forcing import score_outputs_
 from seq2seq.errors import UserError
@@ -52,7 +52,7 @@ def pad_batch(sequences: list[list[int]], pad_id: int) -> torch.Tensor:
 
 @torch.inference_mode()
 def search_ids(
-    model: nn.Module,
+    model: SearchableModel,
     sources: list[list[int]],
     *,
     options: SearchOptions,
@@ -113,7 +113,7 @@ def search_ids(
 
 
 def search(
-    model: nn.Module,
+    model: SearchableModel,
     src: torch.Tensor,
     options: SearchOptions,
     *,

@@ -122,43 +122,74 @@ def build_shortlist(
     if per_source < 1 or frequent < 0:
         raise UserError(f"per_source={per_source} and frequent={frequent}: per_source must be at least 1 and "
                         "frequent at least 0")  # fmt: skip
-    together = torch.sparse_coo_tensor(
-        torch.zeros(2, 0, dtype=torch.long),
-        torch.zeros(0),
-        (src_vocab_size, tgt_vocab_size),
-        check_invariants=False,  # indices built here are in range
-    )
-    src_count, tgt_count = torch.zeros(src_vocab_size), torch.zeros(tgt_vocab_size)
-    tgt_tokens = torch.zeros(tgt_vocab_size)  # every occurrence, for the frequent list
-    pairs_seen = 0
+    counts = _Counts.empty(src_vocab_size, tgt_vocab_size)
     for chunk in _chunks(pairs, CHUNK_PAIRS):
+        counts.add(chunk)
+    if not counts.pairs:
+        raise UserError("the training text holds no sentence pairs; pass non-empty source and target files")
+    table = _best_per_source(counts, per_source)
+    most_common = torch.argsort(counts.tgt_tokens, descending=True, stable=True)[:frequent]
+    log.info("shortlist of %d sentence pairs: %d target candidates per source token, %d frequent",
+             counts.pairs, per_source, frequent)  # fmt: skip
+    return Shortlist(table, most_common.int(), torch.tensor(sorted(set(always)), dtype=torch.int32),
+                     tgt_vocab_size, digests)  # fmt: skip
+
+
+@dataclass
+class _Counts:
+    """What the table is computed from: in how many pairs each source token, target token and pair of
+    them occurs (`together`: sparse, (source vocabulary, target vocabulary)), and every target token's
+    occurrences (for the frequent list)."""
+
+    together: Tensor
+    src_count: Tensor  # (source vocabulary,)
+    tgt_count: Tensor  # (target vocabulary,)
+    tgt_tokens: Tensor  # (target vocabulary,)
+    pairs: int = 0
+
+    @classmethod
+    def empty(cls, src_vocab_size: int, tgt_vocab_size: int) -> _Counts:
+        together = torch.sparse_coo_tensor(
+            torch.zeros(2, 0, dtype=torch.long),
+            torch.zeros(0),
+            (src_vocab_size, tgt_vocab_size),
+            check_invariants=False,  # indices built here are in range
+        )
+        return cls(
+            together, torch.zeros(src_vocab_size), torch.zeros(tgt_vocab_size), torch.zeros(tgt_vocab_size)
+        )
+
+    def add(self, chunk: list[tuple[Sequence[int], Sequence[int]]]) -> None:
+        """Count one chunk of sentence pairs, with one sparse update of `together`."""
         keys = []
         for source, target in chunk:
-            s, t = (
-                torch.tensor(sorted(set(source)), dtype=torch.long),
-                torch.tensor(sorted(set(target)), dtype=torch.long),
-            )
-            src_count[s] += 1
-            tgt_count[t] += 1
-            tgt_tokens += torch.bincount(
-                torch.tensor(list(target), dtype=torch.long), minlength=tgt_vocab_size
+            s = torch.tensor(sorted(set(source)), dtype=torch.long)
+            t = torch.tensor(sorted(set(target)), dtype=torch.long)
+            self.src_count[s] += 1
+            self.tgt_count[t] += 1
+            self.tgt_tokens += torch.bincount(
+                torch.tensor(list(target), dtype=torch.long), minlength=self.tgt_count.shape[0]
             )
             keys.append(
                 torch.cartesian_prod(s, t) if len(s) and len(t) else torch.zeros(0, 2, dtype=torch.long)
             )
         indices = torch.cat(keys).T  # (2, N)
-        together = (
-            together
-            + torch.sparse_coo_tensor(
-                indices, torch.ones(indices.shape[1]), together.shape, check_invariants=False
-            )
-        ).coalesce()
-        pairs_seen += len(chunk)
-    if not pairs_seen:
-        raise UserError("the training text holds no sentence pairs; pass non-empty source and target files")
-    together = together.coalesce()
-    (rows, columns), counts = together.indices(), together.values()
-    dice = 2 * counts / (src_count[rows] + tgt_count[columns])  # (N,)
+        update = torch.sparse_coo_tensor(
+            indices, torch.ones(indices.shape[1]), self.together.shape, check_invariants=False
+        )
+        self.together = (self.together + update).coalesce()
+        self.pairs += len(chunk)
+
+
+def _best_per_source(counts: _Counts, per_source: int) -> Tensor:
+    """Each source token's `per_source` target tokens by Dice coefficient, best first (ties: lower id).
+
+    Shapes: -> (source vocabulary, per_source) int32, -1 where a row has fewer.
+    """
+    together = counts.together.coalesce()
+    (rows, columns), both = together.indices(), together.values()
+    dice = 2 * both / (counts.src_count[rows] + counts.tgt_count[columns])  # (N,)
+    src_vocab_size = together.shape[0]
     table = torch.full((src_vocab_size, per_source), -1, dtype=torch.int32)
     by_score = torch.argsort(dice, descending=True, stable=True)
     order = by_score[torch.argsort(rows[by_score], stable=True)]  # by row, then best first
@@ -167,11 +198,7 @@ def build_shortlist(
     for row in range(src_vocab_size):
         chosen = columns[starts[row] : min(starts[row + 1], starts[row] + per_source)]
         table[row, : len(chosen)] = chosen.int()
-    most_common = torch.argsort(tgt_tokens, descending=True, stable=True)[:frequent]
-    log.info("shortlist of %d sentence pairs: %d target candidates per source token, %d frequent",
-             pairs_seen, per_source, frequent)  # fmt: skip
-    return Shortlist(table, most_common.int(), torch.tensor(sorted(set(always)), dtype=torch.int32),
-                     tgt_vocab_size, digests)  # fmt: skip
+    return table
 
 
 def _chunks(items: Iterable, size: int) -> Iterator[list]:

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from seq2seq.decode.constraints import Avoided
 from seq2seq.decode.hypotheses import Prefix, SpecialIds, StopCheck, check_stop
@@ -28,9 +28,9 @@ from seq2seq.decode.penalties import (
     max_output_lengths,
     no_repeat_ngram_allowed,
 )
+from seq2seq.decode.searchable import SearchableModel, SearchState
 from seq2seq.decode.shortlist import RowCandidates, sentence_candidates
 from seq2seq.errors import UserError
-from seq2seq.nn.kv_cache import DecoderState
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def next_token_scores(logits: Tensor, tokens: Tensor, rules: StepRules, *, log_p
 
 
 def start_search(
-    model: nn.Module,
+    model: SearchableModel,
     src: Tensor,
     options: SearchOptions,
     *,
@@ -105,7 +105,7 @@ def start_search(
     ids: SpecialIds,
     avoid: Avoided | None = None,
     stop: StopCheck | None = None,
-) -> tuple[StepRules, DecoderState]:
+) -> tuple[StepRules, SearchState]:
     """What every search does first: check the arguments, build the rules for B * copies rows (with the
     batch's per-sentence shortlist candidates, under seq2seq.decode.shortlist.restricted), encode the
     sources and make the decoder state, its caches sized for the longest output allowed (static caches,
@@ -118,13 +118,13 @@ def start_search(
         copies=copies,
         prefix=prefix,
         ids=ids,
-        longest_allowed=output_room(model, src),
+        longest_allowed=model.output_room(src),
         avoid=avoid,
         candidates=sentence_candidates(model),
         stop=stop,
     )
     longest = int(rules.max_lens.max()) if rules.max_lens.numel() else 0
-    steps = longest + 1 if getattr(model, "static_decoding", False) else cache_steps(longest)
+    steps = longest + 1 if model.static_decoding else cache_steps(longest)
     state = model.init_state(model.encode(src), beam_size=copies, max_steps=steps)
     return rules, state
 
@@ -164,20 +164,6 @@ def cache_steps(longest_output: int) -> int:
     return min(longest_output + 1, 128)
 
 
-def longest_output_allowed(model: nn.Module) -> int | None:
-    """Output tokens (before eos) the model's positions hold: max_positions - 1, as bos takes position 0;
-    None for a model that does not say (no limit is applied)."""
-    max_positions = getattr(model, "config", {}).get("max_positions")
-    return None if max_positions is None else int(max_positions) - 1
-
-
-def output_room(model: nn.Module, src: Tensor) -> Tensor | int | None:
-    """Output tokens (before eos) each sentence can have: the model's `output_room(src)` (B,) where it
-    has one (a decoder-only model's source takes positions too), else `longest_output_allowed`."""
-    room = getattr(model, "output_room", None)
-    return room(src) if callable(room) else longest_output_allowed(model)
-
-
 def source_lengths(src: Tensor, pad_id: int) -> Tensor:
     """Non-pad tokens per sentence. Shapes: src (B, S) -> (B,)."""
     return (src != pad_id).sum(dim=1)
@@ -214,7 +200,7 @@ def prepare_prefix(
     return torch.tensor(padded, dtype=torch.long, device=device)
 
 
-def check_search_arguments(model: nn.Module, src: Tensor, options: SearchOptions) -> None:
+def check_search_arguments(model: SearchableModel, src: Tensor, options: SearchOptions) -> None:
     if src.dim() != 2 or src.dtype != torch.long:
         raise UserError(f"src must be a (batch, length) LongTensor, got {tuple(src.shape)} {src.dtype}")
     if options.min_len < 0 or options.max_len_a < 0:

@@ -14,17 +14,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from seq2seq.decode.ensemble import Ensemble
+from seq2seq.decode.ensemble import members_of
 from seq2seq.decode.hypotheses import Hypothesis, SpecialIds
+from seq2seq.decode.searchable import SearchableModel
 
 MAX_LOGITS = 1 << 24  # (positions x vocabulary) logits held at once: 64 MiB in float32
 
 
 @torch.inference_mode()
 def score_outputs_(
-    model: nn.Module, src: Tensor, hypotheses: list[list[Hypothesis]], ids: SpecialIds
+    model: SearchableModel, src: Tensor, hypotheses: list[list[Hypothesis]], ids: SpecialIds
 ) -> None:
     """Set each hypothesis' `positional_scores` (its tokens, then eos) and `log_prob` (their sum) to the
     model's own over the full vocabulary; `score` stays the search's, which ranked the n-best list.
@@ -57,7 +58,7 @@ def _groups(rows: list[tuple[int, Hypothesis]], positions: int) -> Iterator[list
 
 
 def _token_log_probs(
-    model: nn.Module, src: Tensor, outputs: list[list[int]], ids: SpecialIds
+    model: SearchableModel, src: Tensor, outputs: list[list[int]], ids: SpecialIds
 ) -> list[list[float]]:
     """Per output, the log-probability of each of its tokens and of eos. Shapes: src (G, S), G outputs."""
     lengths = torch.tensor([len(output) + 1 for output in outputs], device=src.device)  # (G,)
@@ -68,7 +69,7 @@ def _token_log_probs(
         tgt_in[row, : len(output) + 1] = torch.tensor([ids.bos, *output])
         tgt_out[row, : len(output) + 1] = torch.tensor([*output, ids.eos])
     keep = torch.arange(width, device=src.device)[None, :] < lengths[:, None]  # (G, T)
-    members = model.members if isinstance(model, Ensemble) else [model]
+    members = members_of(model)
     total: Tensor | None = None
     for member in members:
         logprobs = torch.log_softmax(member(src, tgt_in, output_keep=keep).float(), dim=-1)  # (M, V)

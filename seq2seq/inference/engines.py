@@ -3,7 +3,8 @@
 Both take sources as token ids ending in eos and return n-best Hypothesis lists, so the Translator's
 input policy, batching by token budget and output formatting are the same whatever runs the model.
 An exported encoder-decoder runs in CTranslate2's Translator, an exported decoder-only model in its
-Generator; the two share the batching loop and the settings, and differ in how one batch is run.
+Generator (seq2seq.inference.generator_engine); the two share the batching loop and the settings, and
+differ in how one batch is run.
 CTranslate2 is an optional dependency (`pip install seq2seq[export]`), imported only when used.
 
 Constraints: our engine searches them (seq2seq.decode.constrained). CTranslate2 has no positive
@@ -11,6 +12,9 @@ constraints, so an exported model translates the sentences that carry some with 
 PyTorch weights the export keeps (`TorchFallback`, loaded at the first such sentence), and the others
 itself; each hypothesis then says which engine found it. Avoided phrases are CTranslate2's
 `suppress_sequences`.
+
+Every engine implements `Engine` (tests/inference/test_engines.py checks each against it): the
+Translator, the CLI and the server use nothing else of it.
 """
 
 from __future__ import annotations
@@ -21,10 +25,10 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.compiled import compile_setting, should_compile, use_eager_decoding, use_static_decoding
@@ -32,6 +36,7 @@ from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.hypotheses import Hypothesis, SpecialIds, StopCheck, check_stop
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import length_sorted_batches, search_ids
+from seq2seq.decode.searchable import SearchableModel
 from seq2seq.decode.shortlist import Shortlist
 from seq2seq.errors import UserError
 from seq2seq.nn.linear import bound_onednn_caches
@@ -44,13 +49,46 @@ EXPORTED_MODEL_FILE = "model.bin"  # what makes a directory a CTranslate2 model
 VOCABULARY_MAP_FILE = "vmap.txt"  # CTranslate2's vocabulary shortlist, written by seq2seq-export shortlist=
 
 
+@runtime_checkable
+class Engine(Protocol):
+    """What a Translator searches with: our search on a PyTorch model, or CTranslate2 on an export."""
+
+    name: str  # which engine found a hypothesis ("torch", "ctranslate2")
+    model: nn.Module | None  # the PyTorch model; None for an export (it lives inside CTranslate2)
+    device: torch.device
+
+    @property
+    def max_positions(self) -> int:
+        """The model's positions (SearchableModel.max_positions; an export records its model's)."""
+        ...
+
+    @property
+    def compiled(self) -> bool:
+        """Whether searches run a compiled decoder step now (seq2seq.decode.compiled; CTranslate2: never)."""
+        ...
+
+    def output_room(self, src: Tensor) -> Tensor:
+        """Output tokens (before eos) each source leaves in the model's positions, as the search limits
+        them: the Translator's input limit asks it. Shapes: src (B, S) right-padded -> (B,) long."""
+        ...
+
+    def search(
+        self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
+        prefixes: Sequence[Sequence[int]] | None = None, on_batch: OnBatch = None, confidence: bool = False,
+        constraints: Constraints = None, avoid: Avoid = None, stop: StopCheck | None = None,
+    ) -> list[list[Hypothesis]]:  # fmt: skip
+        """The n-best hypotheses of each source (token ids ending in eos), in order; [] for an empty one.
+        `confidence`: fill each hypothesis' per-token log-probabilities, the model's own."""
+        ...
+
+
 class TorchEngine:
     """Our batched greedy / beam / sampling search on a PyTorch model."""
 
     name = "torch"
 
     def __init__(
-        self, model: nn.Module, ids: SpecialIds, *, device: torch.device, precision: str,
+        self, model: SearchableModel, ids: SpecialIds, *, device: torch.device, precision: str,
         shortlist: Shortlist | None = None, compile: str = "false", quantization: str = "none",
         continuing: torch.Tensor | None = None,
     ) -> None:  # fmt: skip
@@ -87,7 +125,11 @@ class TorchEngine:
 
     @property
     def max_positions(self) -> int:
-        return int(getattr(self.model, "config", {}).get("max_positions", 1024))
+        return self.model.max_positions
+
+    def output_room(self, src: Tensor) -> Tensor:
+        """The model's (SearchableModel.output_room). Shapes: src (B, S) -> (B,)."""
+        return self.model.output_room(src.to(self.device))
 
     def search(
         self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int,
@@ -159,6 +201,7 @@ class CTranslate2Engine:
     """
 
     name = "ctranslate2"
+    compiled = False  # CTranslate2 runs its own kernels: there is no step of ours to compile
 
     def __init__(
         self, directory: Path, tokenizers: tuple[Tokenizer, Tokenizer], *, device: torch.device, threads: int,
@@ -173,8 +216,14 @@ class CTranslate2Engine:
         self.src_tokenizer, self.tgt_tokenizer = tokenizers
         self.ids, self.max_positions = SpecialIds.of(self.tgt_tokenizer), max_positions
         self.use_vmap = (Path(directory) / VOCABULARY_MAP_FILE).is_file()  # exported with shortlist=
-        self.model, self.device = None, device
+        self.model: nn.Module | None = None  # the model lives inside CTranslate2
+        self.device = device
         self.fallback: TorchFallback | None = None  # set by load_exported: constrained sentences go there
+
+    def output_room(self, src: Tensor) -> Tensor:
+        """An encoder-decoder's output has positions of its own: max_positions - 1 (bos takes one), as
+        Seq2Seq.output_room. Shapes: src (B, S) -> (B,)."""
+        return torch.full((src.shape[0],), self.max_positions - 1, dtype=torch.long, device=src.device)
 
     @staticmethod
     def _runner_class(ctranslate2: Any) -> Any:
@@ -193,7 +242,7 @@ class CTranslate2Engine:
         if mine:
             results = self._search_constrained(sources, mine, options, max_tokens, prefixes, on_batch,
                                                constraints, avoid, stop)  # fmt: skip
-        suppressed = [_pieces(self.tgt_tokenizer, phrase) for phrase in avoid or []]
+        suppressed = [pieces_of(self.tgt_tokenizer, phrase) for phrase in avoid or []]
         skip = set(mine)
         todo = [i for i, source in enumerate(sources) if source and i not in skip]
         if options.sampling:
@@ -241,8 +290,8 @@ class CTranslate2Engine:
         """One translate_batch call: sources without eos (CTranslate2 adds it); a forced prefix is its
         target_prefix, returned with the output and counted in its length limit like ours."""
         limit = batch_limit(options, [len(s) for s in sources], [self.max_positions - 1] * len(sources))
-        pieces = [_pieces(self.src_tokenizer, source[:-1]) for source in sources]
-        prefix = None if forced is None else [_pieces(self.tgt_tokenizer, p) for p in forced]
+        pieces = [pieces_of(self.src_tokenizer, source[:-1]) for source in sources]
+        prefix = None if forced is None else [pieces_of(self.tgt_tokenizer, p) for p in forced]
         settings = {
             **self._settings(options, suppressed), "max_decoding_length": limit,
             "min_decoding_length": min(options.min_len, limit), "max_input_length": 0,
@@ -258,7 +307,7 @@ class CTranslate2Engine:
             "beam_size": 1 if options.sampling else options.beam_size, "num_hypotheses": options.nbest,
             "length_penalty": options.length_penalty, "no_repeat_ngram_size": options.no_repeat_ngram_size,
             "return_scores": True,
-            "suppress_sequences": [_pieces(self.tgt_tokenizer, [i]) for i in (self.ids.pad, self.ids.bos)]
+            "suppress_sequences": [pieces_of(self.tgt_tokenizer, [i]) for i in (self.ids.pad, self.ids.bos)]
             + suppressed,
         }  # fmt: skip
         if options.sampling:
@@ -291,90 +340,20 @@ class CTranslate2Engine:
         """Translator.score_batch: sources without eos and outputs without bos / eos (it adds them);
         one log-probability per output token, then eos's."""
         results = self.runner.score_batch(
-            [_pieces(self.src_tokenizer, source[:-1]) for source in sources],
-            [_pieces(self.tgt_tokenizer, output) for output in outputs], max_input_length=0,
-        )  # fmt: skip
-        return [_checked(list(result.log_probs), len(output) + 1) for result, output in zip(results, outputs)]
-
-
-class CTranslate2DecoderOnlyEngine(CTranslate2Engine):
-    """An exported decoder-only model run by CTranslate2's Generator.
-
-    The prompt is what our DecoderOnly reads before its first output: the source with its eos, the tag
-    (bos), then a forced prefix if any. Only the tokens after the prompt are generated, scored and
-    counted in the limit; the prefix is put back in front of them, so outputs mean what ours mean.
-    A sentence's room is what the model's positions leave after its prompt (DecoderOnly.output_room).
-    """
-
-    @staticmethod
-    def _runner_class(ctranslate2: Any) -> Any:
-        return ctranslate2.Generator
-
-    def _search_batch(
-        self, sources: list[list[int]], forced: list[list[int]] | None, options: SearchOptions,
-        suppressed: list[list[str]],
-    ) -> list[list[Hypothesis]]:  # fmt: skip
-        forced = forced if forced is not None else [[] for _ in sources]
-        rooms = [self._room(source, prefix) for source, prefix in zip(sources, forced)]
-        # Both limits count the tokens after the prompt, a forced prefix being part of it; ours count
-        # the prefix too, hence the shift (exact when the batch's prefixes are equally long, e.g. none).
-        already = [len(prefix) for prefix in forced]
-        limit = batch_limit(options, [len(s) for s in sources], rooms, already=already)
-        prompts = [
-            _pieces(self.src_tokenizer, source) + _pieces(self.tgt_tokenizer, [self.ids.bos, *prefix])
-            for source, prefix in zip(sources, forced)
-        ]
-        settings = {
-            **self._settings(options, suppressed), "include_prompt_in_result": False, "max_length": limit,
-            "min_length": min(max(options.min_len - max(already), 0), limit),
-        }  # fmt: skip
-        outputs = self.runner.generate_batch(prompts, **settings)
-        results = []
-        for prefix, output in zip(forced, outputs):
-            start = _pieces(self.tgt_tokenizer, prefix)
-            results.append([self._hypothesis(start + h, s) for h, s in zip(output.sequences, output.scores)])
-        return results
-
-    def _score_batch(self, sources: list[list[int]], outputs: list[list[int]]) -> list[list[float]]:
-        """Generator.score_batch over `source <tag> output </s>` (the prompt as `_search_batch` builds it,
-        a forced prefix being part of the output): it gives one log-probability per token after the
-        first; the last len(output) + 1 are the output's and eos's."""
-        tag, eos = [self.ids.bos], [self.ids.eos]
-        results = self.runner.score_batch(
-            [_pieces(self.src_tokenizer, source) + _pieces(self.tgt_tokenizer, [*tag, *output, *eos])
-             for source, output in zip(sources, outputs)], max_input_length=0,
+            [pieces_of(self.src_tokenizer, source[:-1]) for source in sources],
+            [pieces_of(self.tgt_tokenizer, output) for output in outputs], max_input_length=0,
         )  # fmt: skip
         return [
-            _checked(list(result.log_probs)[-(len(output) + 1) :], len(output) + 1)
+            checked_log_probs(list(result.log_probs), len(output) + 1)
             for result, output in zip(results, outputs)
         ]
 
-    def output_room(self, src: torch.Tensor) -> torch.Tensor:
-        """As DecoderOnly.output_room: max_positions - source - tag, per sentence (the Translator's
-        input limit asks it). Shapes: src (B, S) right-padded -> (B,)."""
-        return self.max_positions - (src != self.ids.pad).sum(dim=1) - 1
 
-    def _room(self, source: list[int], prefix: list[int]) -> int:
-        """Output tokens after `prefix` that the positions left by `source <tag> prefix` allow."""
-        room = self.max_positions - len(source) - 1
-        if room < 0:
-            raise UserError(
-                f"a source of {len(source)} tokens leaves no room for output in the model's "
-                f"{self.max_positions} positions; shorten the input or split it"
-            )
-        if len(prefix) > room:
-            raise UserError(
-                f"a forced prefix of {len(prefix)} tokens does not fit the {room} positions its source "
-                "leaves; shorten the prefix"
-            )
-        return room - len(prefix)
-
-
-def _pieces(tokenizer: Tokenizer, ids: Sequence[int]) -> list[str]:
+def pieces_of(tokenizer: Tokenizer, ids: Sequence[int]) -> list[str]:
     return [tokenizer.id_to_piece(i) for i in ids]
 
 
-def _checked(log_probs: list[float], expected: int) -> list[float]:
+def checked_log_probs(log_probs: list[float], expected: int) -> list[float]:
     """CTranslate2's per-token log-probabilities of one output, which must number `expected`."""
     if len(log_probs) != expected:
         raise RuntimeError(f"CTranslate2 scored {len(log_probs)} tokens of an output of {expected - 1} + eos")

@@ -4,7 +4,8 @@
 <dir>/source.spm.model, target.spm.model     our sentencepiece models (one file, spm.model, when joint)
 <dir>/seq2seq.json                           what a Translator needs besides: the model family (which
                                              CTranslate2 class runs it), step, limits, settings, and
-                                             `decoding`, the model's own tuned search settings if any
+                                             `tuned_decoding`, the model's tuned decoding if any
+                                             (`decoding` in exports of earlier releases)
 <dir>/pytorch.pt                             the model's weights as a seq2seq checkpoint (no optimizer
                                              state; unless exported with torch_weights=false): our
                                              engine searches the sentences with constraints on them
@@ -20,16 +21,17 @@ from typing import Any
 import torch
 
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
 from seq2seq.errors import UserError
-from seq2seq.inference.engines import CTranslate2DecoderOnlyEngine, CTranslate2Engine, TorchFallback
-from seq2seq.model.decoder_only import FAMILY as DECODER_ONLY
+from seq2seq.inference.engines import CTranslate2Engine, TorchFallback
+from seq2seq.inference.generator_engine import CTranslate2DecoderOnlyEngine
+from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER
 
 METADATA_FILE = "seq2seq.json"
 TORCH_WEIGHTS_FILE = "pytorch.pt"
 FORMAT = "seq2seq-ctranslate2"
 VERSION = 1
 JOINT_TOKENIZER, SOURCE_TOKENIZER, TARGET_TOKENIZER = "spm.model", "source.spm.model", "target.spm.model"
-ENCODER_DECODER = "encoder_decoder"  # the family of exports that record none (written before decoder-only)
 # The engine that runs each family's export: CTranslate2's Translator, or its Generator.
 FAMILY_ENGINES = {ENCODER_DECODER: CTranslate2Engine, DECODER_ONLY: CTranslate2DecoderOnlyEngine}
 
@@ -44,6 +46,7 @@ class ExportedModel:
 
 
 def read_metadata(directory: Path) -> dict[str, Any]:
+    """The export's seq2seq.json, checked, with what earlier releases wrote under other keys moved."""
     try:
         metadata = json.loads((directory / METADATA_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -55,6 +58,9 @@ def read_metadata(directory: Path) -> dict[str, Any]:
             f"{directory}/{METADATA_FILE} is format {metadata.get('format')!r} version "
             f"{metadata.get('version')!r}, not {FORMAT} {VERSION}; export the model again with seq2seq-export"
         )
+    if "decoding" in metadata:  # the tuned decoding's key in exports of earlier releases
+        metadata.setdefault(PAYLOAD_KEY, metadata.pop("decoding"))
+    # an export that records no family was written before decoder-only models: an encoder-decoder
     if metadata.setdefault("family", ENCODER_DECODER) not in FAMILY_ENGINES:
         raise UserError(
             f"{directory}/{METADATA_FILE} holds a {metadata['family']!r} model, which this version runs "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,8 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
 from seq2seq.errors import UserError
-from seq2seq.model import TRANSLATING_FAMILIES, build_from_config
+from seq2seq.model import build_from_config
+from seq2seq.model.families import TRANSLATING_FAMILIES
 from seq2seq.nn.backends import xformers_installed
 
 log = logging.getLogger(__name__)
@@ -29,7 +31,14 @@ class LoadedModel:
     tgt_tokenizer: Tokenizer
     config: dict[str, Any]
     step: int
-    decoding: dict[str, Any] | None = None  # its tuned decoding (seq2seq.decode.tuned_decoding)
+    tuned_decoding: dict[str, Any] | None = None  # the stored record (seq2seq.decode.tuned_decoding)
+
+    @property
+    def decoding(self) -> dict[str, Any] | None:
+        """The name before this release, still accepted with a warning (until the next one)."""
+        warnings.warn("LoadedModel.decoding is deprecated and will stop working in the next release; "
+                      "use LoadedModel.tuned_decoding", DeprecationWarning, stacklevel=2)  # fmt: skip
+        return self.tuned_decoding
 
 
 def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
@@ -60,7 +69,7 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         tgt_tokenizer=tgt_tokenizer,
         config=payload.get("config", {}),
         step=int(payload.get("step", 0)),
-        decoding=payload.get(PAYLOAD_KEY),
+        tuned_decoding=payload.get(PAYLOAD_KEY),
     )
 
 
@@ -85,7 +94,7 @@ def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:
     has the first model's config, tuned decoding settings and tokenizers."""
     members = [load_for_inference(path, device) for path in paths]
     for path, member in zip(paths, members):
-        if getattr(member.model, "family", None) not in TRANSLATING_FAMILIES:
+        if member.model.family not in TRANSLATING_FAMILIES:
             raise UserError(f"{path} holds a quality-estimation model ({member.model.family}), which scores "
                             "translations but does not make them; use seq2seq-qe, or pass a translation "
                             "checkpoint")  # fmt: skip
@@ -105,5 +114,5 @@ def load_ensemble(paths: Sequence[Path], device: torch.device) -> LoadedModel:
         first.tgt_tokenizer,
         first.config,
         max(m.step for m in members),
-        first.decoding,
+        first.tuned_decoding,
     )

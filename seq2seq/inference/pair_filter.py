@@ -37,6 +37,7 @@ from seq2seq.data.transforms import Pair, Result, Transform
 from seq2seq.decode.search import length_sorted_batches, pad_batch
 from seq2seq.errors import UserError
 from seq2seq.inference.loading import LoadedModel, load_ensemble
+from seq2seq.model.families import DECODER_ONLY
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,8 @@ class TranslationScoreFilter(Transform):
 
     def log_probs(self, loaded: LoadedModel, sources: Sequence[str], targets: Sequence[str]) -> list[float]:
         """Mean log-probability of each target given its source under one model."""
-        limit = int(loaded.model.config.get("max_positions", 1024))
-        joint = getattr(loaded.model, "family", "") == "decoder_only"  # source and target share positions
+        limit = loaded.model.max_positions
+        joint = loaded.model.family == DECODER_ONLY  # source and target share positions
         src_ids = _with_eos(loaded.src_tokenizer, sources, limit // 2 if joint else limit)
         tgt_ids = [
             _fitted(ids, (limit - len(src)) if joint else limit, loaded.tgt_tokenizer.eos_id)

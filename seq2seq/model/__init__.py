@@ -12,7 +12,6 @@ sizes.py        named configurations read from configs/model/*.yaml: model_size(
 
 from seq2seq.model.builders import (
     FAMILY_BUILDERS,
-    TRANSLATING_FAMILIES,
     build_decoder_only,
     build_encoder_only,
     build_from_config,
@@ -23,10 +22,15 @@ from seq2seq.model.builders import (
 )
 from seq2seq.model.decoder_only import DecoderOnly
 from seq2seq.model.encoder_only import EncoderOnly
+from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY, FAMILIES, TRANSLATING_FAMILIES
 from seq2seq.model.sizes import model_config, model_size, size_names
 from seq2seq.model.transformer import EncoderOutput, Seq2Seq
 
 __all__ = [
+    "DECODER_ONLY",
+    "ENCODER_DECODER",
+    "ENCODER_ONLY",
+    "FAMILIES",
     "FAMILY_BUILDERS",
     "TRANSLATING_FAMILIES",
     "DecoderOnly",

@@ -14,10 +14,9 @@ from typing import Any
 from torch import nn
 
 from seq2seq.errors import UserError
-from seq2seq.model.decoder_only import FAMILY as DECODER_ONLY
 from seq2seq.model.decoder_only import DecoderOnly
-from seq2seq.model.encoder_only import FAMILY as ENCODER_ONLY
 from seq2seq.model.encoder_only import EncoderOnly
+from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
 from seq2seq.model.transformer import POSITIONAL_KINDS, Decoder, Encoder, PositionScheme, Seq2Seq, Stack
 from seq2seq.nn.attention import CrossAttention, SelfAttention
 from seq2seq.nn.backends import ATTENTION_BACKENDS, xformers_installed
@@ -266,7 +265,7 @@ def build_model(
     output = OutputProjection(
         d_model, tgt_vocab_size, shared_weight=tgt_embedding.weight if share_decoder_output else None
     )
-    return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config={**args, "family": "encoder_decoder"})
+    return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config={**args, "family": ENCODER_DECODER})
 
 
 def _check_decoder_only(args: dict[str, Any]) -> None:
@@ -386,17 +385,15 @@ def build_encoder_only(
 # The builder of each family, by the name its checkpoints record (model.config["family"]); a checkpoint
 # without one is an encoder-decoder (they were the only family before the name was recorded).
 FAMILY_BUILDERS = {
-    "encoder_decoder": build_model,
+    ENCODER_DECODER: build_model,
     DECODER_ONLY: build_decoder_only,
     ENCODER_ONLY: build_encoder_only,
 }
-# The families that translate (the others score: an encoder-only model estimates quality, seq2seq.qe).
-TRANSLATING_FAMILIES = ("encoder_decoder", DECODER_ONLY)
 
 
 def family_of(config: dict[str, Any]) -> str:
     """The family a model config or checkpoint's model_config describes."""
-    family = config.get("family", "encoder_decoder")
+    family = config.get("family", ENCODER_DECODER)
     if family not in FAMILY_BUILDERS:
         raise UserError(
             f"model family {family!r} is not known to this version; "

@@ -27,12 +27,13 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.errors import UserError
+from seq2seq.model.families import DECODER_ONLY
 from seq2seq.model.transformer import Stack
 from seq2seq.nn.embeddings import OutputProjection
 from seq2seq.nn.kv_cache import DecoderState, KVCache
 from seq2seq.nn.packing import Packing
 
-FAMILY = "decoder_only"
+FAMILY = DECODER_ONLY
 
 
 @dataclass
@@ -72,9 +73,12 @@ class DecoderOnly(nn.Module):
 
     `stack` is a `Stack` of EncoderLayers (self-attention + feed-forward) with its own embedding and
     position scheme; `config` holds the builder arguments and the family (saved in checkpoints).
+    A SearchableModel (seq2seq.decode.searchable), like Seq2Seq.
     """
 
     family = FAMILY
+    returns_log_probs = False  # decode_step gives logits, which the search normalises
+    static_decoding = False  # its searches always grow their caches (seq2seq.decode.compiled: enc-dec only)
 
     def __init__(
         self,
@@ -91,6 +95,11 @@ class DecoderOnly(nn.Module):
         self.pad_id = pad_id
         self.prefix_lm = prefix_lm
         self.config = dict(config or {})
+
+    @property
+    def max_positions(self) -> int:
+        """Positions the stack holds, shared by the source, the tag and the output."""
+        return int(self.config["max_positions"])
 
     def forward(
         self,
@@ -202,7 +211,7 @@ class DecoderOnly(nn.Module):
 
         Shapes: src (B, S) -> (B,).
         """
-        return int(self.config.get("max_positions", 1024)) - (src != self.pad_id).sum(dim=1) - 1
+        return self.max_positions - (src != self.pad_id).sum(dim=1) - 1
 
     def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:
         raise UserError("a decoder-only model has no cross-attention to align with; "

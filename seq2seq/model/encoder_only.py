@@ -27,10 +27,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from seq2seq.model.families import ENCODER_ONLY
 from seq2seq.model.transformer import Encoder
 from seq2seq.nn.dropout import Dropout
 
-FAMILY = "encoder_only"
+FAMILY = ENCODER_ONLY
 
 
 def join_segments(src: Tensor, hyp: Tensor, *, pad_id: int, offset: int) -> tuple[Tensor, Tensor]:
@@ -87,9 +88,10 @@ class EncoderOnly(nn.Module):
         weights = keep.to(states.dtype)[:, :, None]  # (B, S + T, 1)
         return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)  # (B, D)
 
-    def max_input_tokens(self) -> int:
+    @property
+    def max_positions(self) -> int:
         """Tokens a source and its translation may hold together (eos of both included)."""
-        return int(self.config.get("max_positions", 1024))
+        return int(self.config["max_positions"])
 
 
 __all__ = ["FAMILY", "EncoderOnly", "join_segments"]

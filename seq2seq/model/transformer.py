@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from seq2seq.model.families import ENCODER_DECODER
 from seq2seq.nn.attention import AttentionContext
 from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
@@ -233,9 +234,13 @@ class Decoder(Stack):
 
 
 class Seq2Seq(nn.Module):
-    """Encoder-decoder Transformer. `config` holds the builder arguments (saved in checkpoints)."""
+    """Encoder-decoder Transformer. `config` holds the builder arguments (saved in checkpoints).
 
-    family = "encoder_decoder"
+    A SearchableModel (seq2seq.decode.searchable): every search runs it through that surface.
+    """
+
+    family = ENCODER_DECODER
+    returns_log_probs = False  # decode_step gives logits, which the search normalises
 
     def __init__(
         self,
@@ -255,11 +260,23 @@ class Seq2Seq(nn.Module):
         # Set by seq2seq.decode.compiled: the function that runs a step on static caches (`static_step`,
         # or its compiled version); None = the growing caches of today's eager step.
         self.static_step_function: Callable[..., Tensor] | None = None
+        # `static_step` compiled, kept when switched back to eager: compiling again reuses it.
+        self.compiled_static_step: Callable[..., Tensor] | None = None
 
     @property
     def static_decoding(self) -> bool:
         """Whether searches run on static caches (init_state then needs max_steps)."""
         return self.static_step_function is not None
+
+    @property
+    def max_positions(self) -> int:
+        """Positions each stack holds (the decoder's bos included): the builder's `max_positions`."""
+        return int(self.config["max_positions"])
+
+    @property
+    def memory_stride(self) -> int:
+        """Source tokens per cross-attention column: the memory is pooled by `cross_downsample`."""
+        return int(self.config["cross_downsample"])
 
     def forward(
         self, src: Tensor, tgt_in: Tensor, *, output_keep: Tensor | None = None, project: bool = True
@@ -362,8 +379,7 @@ class Seq2Seq(nn.Module):
 
         Shapes: src (B, S) -> (B,).
         """
-        room = int(self.config.get("max_positions", 1024)) - 1
-        return torch.full((src.shape[0],), room, dtype=torch.long, device=src.device)
+        return torch.full((src.shape[0],), self.max_positions - 1, dtype=torch.long, device=src.device)
 
     @torch.no_grad()
     def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:

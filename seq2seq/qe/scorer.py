@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.search import length_sorted_batches
 from seq2seq.errors import UserError
 from seq2seq.inference.loading import load_for_inference
-from seq2seq.model.encoder_only import FAMILY as ENCODER_ONLY
+from seq2seq.model.encoder_only import EncoderOnly
+from seq2seq.model.families import ENCODER_ONLY
 from seq2seq.precision import autocast, check_precision
 from seq2seq.qe.inputs import EncodedPairs, encode_pairs, pad_rows
 
@@ -34,7 +34,7 @@ class QualityEstimator:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: EncoderOnly,
         src_tokenizer: Tokenizer,
         tgt_tokenizer: Tokenizer,
         *,
@@ -60,7 +60,7 @@ class QualityEstimator:
         if not path.is_file():
             raise UserError(f"QE checkpoint {path} does not exist; train one with seq2seq-qe-train")
         loaded = load_for_inference(path, torch.device(device))
-        family = loaded.model.config.get("family", "encoder_decoder")
+        family = loaded.model.family
         if family != ENCODER_ONLY:
             raise UserError(f"{path} holds a translation model ({family}), not a quality-estimation model; "
                             "pass a checkpoint written by seq2seq-qe-train")  # fmt: skip
@@ -70,7 +70,7 @@ class QualityEstimator:
 
     @property
     def max_positions(self) -> int:
-        return int(self.model.config.get("max_positions", 512))
+        return self.model.max_positions
 
     def encode(self, sources: Sequence[str], translations: Sequence[str]) -> EncodedPairs:
         if len(sources) != len(translations):

@@ -18,6 +18,7 @@ import torch
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.errors import UserError
 from seq2seq.model.encoder_only import EncoderOnly
+from seq2seq.model.families import ENCODER_DECODER
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ def warm_start(model: EncoderOnly, path: Path) -> None:
     """Copy the encoder-decoder checkpoint's encoder and embeddings at `path` into `model`."""
     payload = load_checkpoint(path)
     config = payload.get("model_config") or {}
-    if config.get("family", "encoder_decoder") != "encoder_decoder":
+    if config.get("family", ENCODER_DECODER) != ENCODER_DECODER:  # none recorded: an encoder-decoder
         raise UserError(f"init_from={path} holds a {config.get('family')} model; pass an encoder-decoder "
                         "checkpoint written by seq2seq-train")  # fmt: skip
     agree = MUST_AGREE + (("max_positions",) if model.config.get("positional") == "learned" else ())

@@ -8,7 +8,7 @@ decoding settings. Rank 0 only, and not after a signal (the run is not over: res
    in a short run that is still improving fast, where the newest weights are the best ones. Its BLEU is
    what the run returns, so a sweep optimises the model that will be used.
 3. `trainer.tune_decoding`: the chosen checkpoint (best.pt without averaging) gets decoding settings of
-   its own (seq2seq.train.tune_decoding), stored in the file under `decoding`.
+   its own, its tuned decoding (seq2seq.train.tune_decoding), stored in the file under `tuned_decoding`.
 """
 
 from __future__ import annotations

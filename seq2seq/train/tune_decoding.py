@@ -24,14 +24,13 @@ from typing import Any
 import numpy as np
 import torch
 from sacrebleu.metrics import BLEU
-from torch import nn
 
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.hypotheses import Hypothesis, SpecialIds
 from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
 from seq2seq.decode.penalties import length_penalty, max_output_lengths
 from seq2seq.decode.search import length_sorted_batches, pad_batch, search_ids
-from seq2seq.decode.step_rules import longest_output_allowed
+from seq2seq.decode.searchable import SearchableModel
 from seq2seq.precision import autocast
 from seq2seq.train.validation import Validator, evenly_spaced
 
@@ -45,7 +44,11 @@ Candidate = tuple[float, float]  # (length_penalty, max_len_a)
 
 
 def tune_decoding(
-    model: nn.Module, validator: Validator, *, sentences: int | None, base: SearchOptions = DEFAULT_OPTIONS
+    model: SearchableModel,
+    validator: Validator,
+    *,
+    sentences: int | None,
+    base: SearchOptions = DEFAULT_OPTIONS,
 ) -> dict[str, Any]:
     """The tuned values and what they were chosen on (the `decoding` record a checkpoint stores)."""
     start = time.perf_counter()
@@ -56,7 +59,7 @@ def tune_decoding(
     found = {base.max_len_a: finished_hypotheses(model, validator, sources, base)}
     table = scorer.table(found)
     best = _best(table, default)
-    limit_share = _share_at_limit(found[best[1]], best[0], sources, base, longest_output_allowed(model))
+    limit_share = _share_at_limit(found[best[1]], best[0], sources, base, model.max_positions - 1)
     if limit_share >= LIMIT_SHARE:
         wider = round(base.max_len_a * WIDER_LIMIT, 2)
         found[wider] = finished_hypotheses(model, validator, sources, base.replace(max_len_a=wider))
@@ -77,7 +80,7 @@ def tune_decoding(
 
 
 def real_search(
-    model: nn.Module, validator: Validator, sources: list[list[int]], options: SearchOptions
+    model: SearchableModel, validator: Validator, sources: list[list[int]], options: SearchOptions
 ) -> list[Hypothesis | None]:
     """The first hypothesis per source of an ordinary search with `options`."""
     results = search_ids(
@@ -89,7 +92,7 @@ def real_search(
 
 @torch.inference_mode()
 def finished_hypotheses(
-    model: nn.Module, validator: Validator, sources: list[list[int]], options: SearchOptions
+    model: SearchableModel, validator: Validator, sources: list[list[int]], options: SearchOptions
 ) -> list[list[Hypothesis]]:
     """Every finished hypothesis of a beam search over `sources` (in order), batched by token budget."""
     model.eval()
@@ -127,12 +130,12 @@ def _best(table: dict[Candidate, np.ndarray], default: Candidate) -> Candidate:
 
 def _share_at_limit(
     found: list[list[Hypothesis]], alpha: float, sources: list[list[int]], base: SearchOptions,
-    longest: int | None,
+    longest: int,
 ) -> float:  # fmt: skip
-    """The share of sentences whose best output (under `alpha`) stops at the length limit."""
+    """The share of sentences whose best output (under `alpha`) stops at the length limit; `longest`: the
+    output tokens the model's positions hold (max_positions - 1)."""
     limits = max_output_lengths(torch.tensor([len(s) for s in sources]), a=base.max_len_a, b=base.max_len_b)
-    if longest is not None:
-        limits = limits.clamp(max=longest)
+    limits = limits.clamp(max=longest)
     at_limit = [h is not None and len(h.tokens) >= n for h, n in zip(rerank(found, alpha), limits.tolist())]
     return sum(at_limit) / max(len(at_limit), 1)
 

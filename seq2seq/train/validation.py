@@ -17,6 +17,7 @@ from seq2seq.decode.attention_plot import attention_figure, column_labels
 from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import best_tokens, pad_batch, search_ids
+from seq2seq.model.transformer import Seq2Seq
 from seq2seq.precision import autocast
 from seq2seq.train.objective import batch_loss
 
@@ -121,14 +122,12 @@ class Validator:
             )
         return metrics
 
-    def _attention_figure(
-        self, model: nn.Module, source: list[int], hypothesis: list[int], title: str
-    ) -> Any:
+    def _attention_figure(self, model: Seq2Seq, source: list[int], hypothesis: list[int], title: str) -> Any:
         tokenizer = self.tgt_tokenizer
         src = pad_batch([source], tokenizer.pad_id).to(self.device)  # (1, S)
         tgt_in = pad_batch([[tokenizer.bos_id] + hypothesis], tokenizer.pad_id).to(self.device)  # (1, T)
         weights = model.cross_attention(src, tgt_in)[0].mean(0)  # (T, S')
-        stride = int(getattr(model, "config", {}).get("cross_downsample", 1))
+        stride = model.memory_stride
         src_pieces = column_labels([self.src_tokenizer.id_to_piece(i) for i in source], stride)
         tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
         return attention_figure(weights, src_pieces, tgt_pieces, title=title)

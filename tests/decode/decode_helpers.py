@@ -7,6 +7,7 @@ import itertools
 import tiny_models
 import torch
 from torch import Tensor, nn
+from wrapped_model import Wrapped
 
 from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.penalties import length_penalty
@@ -23,23 +24,16 @@ def tiny_model(vocab: int = 12, *, seed: int = 0, sharpness: float = 6.0) -> Seq
     return tiny_models.tiny_model(vocab, seed=seed, pad_id=PAD, sharpness=sharpness, **untied)
 
 
-class Biased(nn.Module):
+class Biased(Wrapped):
     """A model whose logits get a fixed per-token bias (e.g. to make eos rare or common)."""
 
     def __init__(self, model: Seq2Seq, bias: Tensor) -> None:
-        super().__init__()
-        self.model = model
+        super().__init__(model)
         self.register_buffer("bias", bias)
         self.rows_per_step: list[int] = []  # decode_step batch sizes, to watch batches shrink
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.model(src, tgt_in) + self.bias
-
-    def encode(self, src: Tensor):
-        return self.model.encode(src)
-
-    def init_state(self, memory, beam_size: int = 1, max_steps: int | None = None) -> DecoderState:
-        return self.model.init_state(memory, beam_size=beam_size, max_steps=max_steps)
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         self.rows_per_step.append(prev_tokens.shape[0])

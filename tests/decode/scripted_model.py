@@ -5,8 +5,10 @@ search's rules let through and what they change."""
 from __future__ import annotations
 
 import torch
-from decode_helpers import EOS
+from decode_helpers import EOS, PAD
 from torch import Tensor, nn
+
+from seq2seq.model.families import ENCODER_DECODER
 
 
 class Steps:
@@ -20,11 +22,20 @@ class Steps:
 
 
 class Scripted(nn.Module):
-    """Logits `margin` for the script's token of the step (eos after the script), 0 for every other."""
+    """Logits `margin` for the script's token of the step (eos after the script), 0 for every other.
+
+    A SearchableModel (seq2seq.decode.searchable) whose positions never limit a test's outputs."""
+
+    family = ENCODER_DECODER  # its source is its memory, as an encoder-decoder's encoder output is
+    returns_log_probs = False
+    static_decoding = False
+    max_positions = 1 << 20
+    pad_id = PAD
 
     def __init__(self, script: list[int], vocab: int, *, margin: float = 5.0, eos: int = EOS) -> None:
         super().__init__()
         self.script, self.vocab, self.margin, self.eos = list(script), vocab, margin, eos
+        self.config = {"src_vocab_size": vocab, "tgt_vocab_size": vocab, "max_positions": self.max_positions}
         self.eval()
 
     def encode(self, src: Tensor) -> Tensor:
@@ -40,3 +51,7 @@ class Scripted(nn.Module):
         logits = torch.zeros(prev_tokens.shape[0], self.vocab)
         logits[:, wanted] = self.margin
         return logits, state
+
+    def output_room(self, src: Tensor) -> Tensor:
+        """Shapes: src (B, S) -> (B,)."""
+        return torch.full((src.shape[0],), self.max_positions - 1, dtype=torch.long)

@@ -109,6 +109,7 @@ def compiled_model():
     return model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("search", ["greedy", "beam"])
 def test_compiled_decoding_gives_the_eager_tokens(compiled_model, search):
     src = sources([6, 4, 7, 5, 3, 8], seed=9)

@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from seq2seq.cli.launch import config_dir
-from seq2seq.decode.options import MODEL_TUNED, SearchOptions, given_settings
+from seq2seq.decode.options import TUNED_SETTINGS, SearchOptions, given_settings
 from seq2seq.errors import UserError
 
 DECODE_CONFIGS = sorted((Path(__file__).parents[2] / "configs" / "decode").glob("*.yaml"))
@@ -28,7 +28,7 @@ def test_every_decode_group_gives_its_options(path: Path) -> None:
     options = SearchOptions.from_config(config)
     for name, value in config.items():
         if value is None:  # the model's own value, else the built-in default (seq2seq.decode.tuned_decoding)
-            assert name in MODEL_TUNED and getattr(options, name) == getattr(SearchOptions(), name)
+            assert name in TUNED_SETTINGS and getattr(options, name) == getattr(SearchOptions(), name)
         else:
             assert getattr(options, name) == value
 

@@ -122,6 +122,7 @@ def test_restricted_gives_minus_infinity_outside_the_candidates_and_restores_the
     assert torch.isneginf(logits[..., others]).all()
 
 
+@pytest.mark.slow
 def test_a_shortlist_for_other_tokenizers_is_refused_and_the_command_round_trips(tokenizer, tmp_path) -> None:
     model = tiny_model(tokenizer.vocab_size, sharpness=4.0, max_positions=64)
     checkpoint = save_tiny_checkpoint(tmp_path / "model.pt", model, tokenizer, step=1)
@@ -337,6 +338,7 @@ def test_an_untied_int8_projection_restricted_to_candidates_gives_its_exact_int8
     assert torch.equal(logits[..., candidates], full(hidden)[..., candidates])
 
 
+@pytest.mark.slow
 def test_the_command_reads_gzip_files_like_plain_ones_and_refuses_damaged_or_unaligned_ones(
     tokenizer, tmp_path
 ) -> None:
@@ -390,10 +392,10 @@ def test_a_translators_confidence_is_the_same_with_a_shortlist_that_holds_its_to
     checkpoint = save_tiny_checkpoint(tmp_path / "model.pt", model, tokenizer, step=1)
     texts = sentences(6, seed=3)
     full, short = (Translator.from_checkpoint(checkpoint, options=LIMIT) for _ in range(2))
-    theirs = full.translate(texts, return_confidence=True)
+    theirs = full.translate(texts, confidence=True)
     pieces = [[tokenizer.piece_to_id(piece) for piece in t.tokens if piece != "</s>"] for t in theirs]
     short.engine.shortlist = covering(pieces, tokenizer.vocab_size)
-    ours = short.translate(texts, return_confidence=True)
+    ours = short.translate(texts, confidence=True)
     assert [t.text for t in ours] == [t.text for t in theirs]
     for a, b in zip(ours, theirs):
         assert a.token_probs == pytest.approx(b.token_probs, abs=1e-5)
