@@ -62,7 +62,9 @@ def worker(args: argparse.Namespace) -> dict:
     passes = []
     for _ in range(2 if args.compile == "true" else 1):
         start = time.perf_counter()
-        outputs = translator.translate(lines, beam_size=args.beam, max_tokens=args.max_tokens)
+        outputs = [
+            str(t) for t in translator.translate(lines, beam_size=args.beam, max_tokens=args.max_tokens)
+        ]
         passes.append(time.perf_counter() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"seconds": passes[-1], "first_pass": passes[0], "outputs": outputs, "peak_rss": peak}
@@ -134,7 +136,9 @@ def prepare_models(args: argparse.Namespace, checkpoint: Path, scratch: Path) ->
             models[name] = str(checkpoint)
             continue
         directory = scratch / (model + ("-vmap" if mapped else ""))
-        export_ctranslate2(checkpoint, directory, quantization=model, shortlist=shortlist if mapped else None)
+        export_ctranslate2(
+            checkpoint, directory, weight_format=model, shortlist=shortlist if mapped else None
+        )
         models[name] = str(directory)
     return models, str(shortlist)
 

@@ -95,7 +95,7 @@ def decode_worker(checkpoint: str, source: Path, output: Path, beam: int) -> Non
     translator = Translator.from_checkpoint(checkpoint)
     lines = source.read_text(encoding="utf-8").splitlines()
     start = time.perf_counter()
-    outputs = translator.translate(lines, beam_size=beam)
+    outputs = [str(t) for t in translator.translate(lines, beam_size=beam)]
     seconds = time.perf_counter() - start
     output.write_text("".join(line + "\n" for line in outputs), encoding="utf-8")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -56,7 +56,7 @@ def score_run(name: str, run_dir: Path, corpus: Path, *, beam: int, reverse: boo
     references = (corpus / f"test.{tgt}").read_text(encoding="utf-8").splitlines()
     translator = Translator.from_checkpoint(checkpoint)
     start = time.perf_counter()
-    hypotheses = translator.translate(sources, beam_size=beam)
+    hypotheses = [str(t) for t in translator.translate(sources, beam_size=beam)]
     seconds = time.perf_counter() - start
     (run_dir / f"test.beam{beam}.{tgt}").write_text("".join(h + "\n" for h in hypotheses), encoding="utf-8")
     return {

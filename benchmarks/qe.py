@@ -17,7 +17,7 @@ speed next to translation speed, on this machine in the same run.
 
     python benchmarks/qe.py --checkpoint ... --confidence-cost 300
 
-times Translator.translate on the first 300 test sentences with and without return_confidence,
+times Translator.translate on the first 300 test sentences with and without confidence=True,
 alternating, three times each, and prints the best time of each and their ratio.
 """
 
@@ -91,12 +91,12 @@ def split_signals(translator, estimator, sources, references, nbest):
 
 
 def confidence_cost(translator: Translator, sources: list[str], rounds: int = 3) -> dict[str, float]:
-    """Best-of-`rounds` seconds of translate() without and with return_confidence, alternating."""
+    """Best-of-`rounds` seconds of translate() without and with confidence, alternating."""
     best = {"plain": float("inf"), "confidence": float("inf")}
     for _ in range(rounds):
         for name, flag in (("plain", False), ("confidence", True)):
             start = time.perf_counter()
-            translator.translate(sources, return_confidence=flag)
+            translator.translate(sources, confidence=flag)
             best[name] = min(best[name], time.perf_counter() - start)
     return best
 

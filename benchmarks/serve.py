@@ -83,7 +83,7 @@ async def load(url: str, lines: list[str], clients: int) -> tuple[float, list[fl
     async def client(http: httpx.AsyncClient) -> None:
         for line in todo:
             start = time.perf_counter()
-            response = await http.post(f"{url}/translate", json={"text": line})
+            response = await http.post(f"{url}/translate", json={"texts": line})
             response.raise_for_status()
             latencies.append(time.perf_counter() - start)
 
@@ -144,7 +144,7 @@ async def good_clients(url: str, lines: list[str], clients: int, seconds: float)
     async def client(http: httpx.AsyncClient) -> None:
         while time.monotonic() < deadline:
             try:
-                statuses[(await http.post(f"{url}/translate", json={"text": next(todo)})).status_code] += 1
+                statuses[(await http.post(f"{url}/translate", json={"texts": next(todo)})).status_code] += 1
             except httpx.HTTPError as error:
                 statuses[type(error).__name__] += 1
 
@@ -169,17 +169,17 @@ def bad_kinds(max_chars: int, max_body_bytes: int) -> dict[str, Callable]:
     """Each kind of bad request: a function (http client, url) -> the status it got."""
     long_line = " ".join("abcdefghij" * (max_chars // 20))[: max_chars - 1]  # ~1 token per character pair
     oversize = b" " * (max_body_bytes + 1)
-    wrong = itertools.cycle([{"text": 5}, {"text": ["a", 3]}, {"text": "a", "beam_size": "5"}, {"text": []},
-                             {"text": "a", "speed": 1}, ["text"]])  # fmt: skip
+    wrong = itertools.cycle([{"texts": 5}, {"texts": ["a", 3]}, {"texts": "a", "beam_size": "5"},
+                             {"texts": []}, {"texts": "a", "speed": 1}, ["text"]])  # fmt: skip
     json_type = {"Content-Type": "application/json"}
     text = "In the beginning God created the heaven and the earth."
     words = [f"palabra{number}" for number in range(MAX_PHRASES + 1)]
     too_long = " ".join(["Dios creó la luz"] * 750)  # 3,000 words: searched, it would hold the model long
-    too_many = itertools.cycle([{"text": text, "constraints": [words]}, {"text": text, "avoid": words}])
-    unmet = itertools.cycle([{"text": text, "constraints": [["Dios"]], "avoid": ["Dios"]},
-                             {"text": text, "beam_size": 1, "constraints": [["Dios", "luz"]]}])  # fmt: skip
-    surrogate = itertools.cycle([b'{"text": "In the beginning", "constraints": [["Dios \\ud800"]]}',
-                                 b'{"text": "In the beginning", "avoid": ["\\udfff luz"]}'])  # fmt: skip
+    too_many = itertools.cycle([{"texts": text, "constraints": [words]}, {"texts": text, "avoid": words}])
+    unmet = itertools.cycle([{"texts": text, "constraints": [["Dios"]], "avoid": ["Dios"]},
+                             {"texts": text, "beam_size": 1, "constraints": [["Dios", "luz"]]}])  # fmt: skip
+    surrogate = itertools.cycle([b'{"texts": "In the beginning", "constraints": [["Dios \\ud800"]]}',
+                                 b'{"texts": "In the beginning", "avoid": ["\\udfff luz"]}'])  # fmt: skip
 
     def send(bodies: Iterator[dict]) -> Callable:
         return lambda http, url: http.post(f"{url}/translate", json=next(bodies)).status_code
@@ -192,28 +192,28 @@ def bad_kinds(max_chars: int, max_body_bytes: int) -> dict[str, Callable]:
             yield b" " * 65536
 
     return {
-        "over the token limit": post(json.dumps({"text": [long_line]}).encode()),
-        "lone surrogate": post(b'{"text": ["fine", "ok \\ud800"]}'),
+        "over the token limit": post(json.dumps({"texts": [long_line]}).encode()),
+        "lone surrogate": post(b'{"texts": ["fine", "ok \\ud800"]}'),
         "200 kB of nesting": post(b"[" * 200_000),
         "wrong types": send(wrong),
-        "a 3,000-word phrase": send(itertools.repeat({"text": text, "constraints": [[too_long]]})),
+        "a 3,000-word phrase": send(itertools.repeat({"texts": text, "constraints": [[too_long]]})),
         "more phrases than max_phrases": send(too_many),
         "lone surrogate in a phrase": lambda http, url: (
             http.post(f"{url}/translate", content=next(surrogate), headers=json_type).status_code
         ),
-        "an empty phrase": send(itertools.repeat({"text": text, "constraints": [["Dios", " "]]})),
+        "an empty phrase": send(itertools.repeat({"texts": text, "constraints": [["Dios", " "]]})),
         "phrases that cannot be met": send(unmet),
-        "invalid JSON": post(b'{"text": "unterminated'),
+        "invalid JSON": post(b'{"texts": "unterminated'),
         "not JSON (a form)": post(b"text=hello", {"Content-Type": "application/x-www-form-urlencoded"}),
         "body over the limit": post(oversize),
         "streamed body over the limit": lambda http, url: (
             http.post(f"{url}/translate", content=chunks(), headers=json_type).status_code
         ),
         "disconnect mid-body": lambda http, url: raw_request(
-            url, b'{"text": "in the beginning"}', send_bytes=9
+            url, b'{"texts": "in the beginning"}', send_bytes=9
         ),
         "disconnect before the answer": lambda http, url: raw_request(
-            url, b'{"text": "in the beginning"}', send_bytes=10**6
+            url, b'{"texts": "in the beginning"}', send_bytes=10**6
         ),
     }
 
@@ -350,7 +350,7 @@ def encoding(args: argparse.Namespace) -> None:
 
     limits, translator = Limits(), Translator.from_checkpoint(args.checkpoint)
     texts, constraints, avoid = largest_request(args.data_dir, translator, limits)
-    plain = {"text": texts, "beam_size": limits.max_beam_size}
+    plain = {"texts": texts, "beam_size": limits.max_beam_size}
     rows = []
     for name, request in (("texts only", plain), ("with phrases", {**plain, "constraints": constraints,
                                                                    "avoid": avoid})):  # fmt: skip

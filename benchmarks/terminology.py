@@ -240,8 +240,10 @@ def timed_passes(
     warm-up of both on the first sentences; the order of the two is rotated every round."""
     search = {"beam_size": beam_size, "length_penalty": length_penalty}
     passes = {
-        "unconstrained": lambda n: translator.translate(sources[:n], **search),
-        "constrained": lambda n: translator.translate(sources[:n], constraints=constraints[:n], **search),
+        "unconstrained": lambda n: [str(t) for t in translator.translate(sources[:n], **search)],
+        "constrained": lambda n: [
+            str(t) for t in translator.translate(sources[:n], constraints=constraints[:n], **search)
+        ],
     }
     for run in passes.values():
         run(WARMUP_SENTENCES)

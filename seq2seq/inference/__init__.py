@@ -1,11 +1,16 @@
 """The inference layer: what a user calls to translate with a model. One concept per module:
 
 translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
+settings.py     every translation setting under its name in the CLI, Python and server JSON; the old names
+engine_choice.py  which engine a checkpoint path gets (torch, CTranslate2), and what it can run (int8)
 engines.py      what a Translator searches with: our PyTorch search, or CTranslate2 on an exported model
+generator_engine.py  an exported decoder-only model run by CTranslate2's Generator
+input_limits.py the longest source a model reads and still has room to answer; the checked setting
 loading.py      a model and its tokenizers rebuilt from a checkpoint file alone
 exported.py     reading a model directory written by seq2seq-export
-confidence.py   per-token probabilities and sentence confidence of a translation
-rerank.py       a QE model's score on every hypothesis, and n-best lists re-ranked by it
+results.py      a search's hypotheses as Translations: pieces joined per text, ranked, with n-best lists
+confidence.py   Translation, per-token probabilities and sentence confidence; the n-best JSON records
+rerank.py       a QE model's score on every hypothesis, n-best lists re-ranked by it, the rerank settings
 text_input.py   reading text to translate or score (file or stdin, strict or lenient UTF-8)
 constraint_input.py  phrases as users give them (text per line) turned into checked target tokens
 glossary.py     a TSV glossary: source terms found in a sentence become constraints on its translation

@@ -49,9 +49,11 @@ class Confidence:
 
 @dataclass(frozen=True)
 class Translation:
-    """One translation with its confidence: what `Translator.translate(..., return_confidence=True)`
-    returns per text (or per n-best entry). `score` is the search's (log-probability over the length
-    penalty; the sum of the pieces' for a split text), the other fields are `Confidence`'s."""
+    """One translation: what `Translator.translate` returns per text, `str()` of it its text. `score` is
+    the search's (log-probability over the length penalty; the sum of the pieces' for a split text); the
+    confidence fields are `Confidence`'s, None / empty unless the search was asked for them. With
+    nbest > 1, `nbest` holds the text's alternatives, best first, the first equal to this one (equality
+    compares the translation, not its alternatives: a list that held itself could not be compared)."""
 
     text: str
     score: float
@@ -65,6 +67,10 @@ class Translation:
     )
     constraints_total: int | None = None  # phrases it had
     engine: str | None = None  # the engine that translated it, when several could (exported models)
+    nbest: list[Translation] = field(default_factory=list, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.text
 
     @classmethod
     def of(
@@ -77,19 +83,37 @@ class Translation:
     def details(self) -> Confidence:
         return Confidence(self.mean_log_prob, self.confidence, self.tokens, self.token_probs)
 
-    def to_json(self) -> dict[str, Any]:
-        """{"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}, as seq2seq-translate's
-        jsonl lines and seq2seq-serve's answers write it (`score` is the caller's to add), and "qe" when
-        a QE model scored the translation; "constraints_met", "constraints" (phrases asked for) and "engine"
-        when it had constraints."""
-        record = {"translation": self.text, **self.details().to_json()}
+    def to_json(self, *, confidence: bool = True) -> dict[str, Any]:
+        """{"translation"}, then (with `confidence`) "confidence", "mean_log_prob", "tokens" and
+        "token_probs", as seq2seq-translate's jsonl lines and seq2seq-serve's answers write it; "qe" when a
+        QE model scored it; "constraints_met", "constraints_total" and "engine" when it had constraints.
+        `score` is the caller's to add (`nbest_json` adds it)."""
+        record: dict[str, Any] = {"translation": self.text}
+        if confidence:
+            record.update(self.details().to_json())
         if self.qe is not None:
             record["qe"] = _rounded(self.qe)
         if self.constraints_total is not None:
-            record["constraints_met"], record["constraints"] = self.constraints_met, self.constraints_total
+            record["constraints_met"], record["constraints_total"] = (
+                self.constraints_met,
+                self.constraints_total,
+            )
         if self.engine is not None:
             record["engine"] = self.engine
         return record
+
+
+def nbest_json(ranked: Sequence[Translation], *, confidence: bool) -> list[dict[str, Any]]:
+    """A text's n-best translations as the one n-best shape of seq2seq-translate's jsonl lines and
+    seq2seq-serve's answers: a list of records, best first, each `to_json()` with "score" (4 decimals)
+    after "translation"."""
+    records = []
+    for translation in ranked:
+        record = translation.to_json(confidence=confidence)
+        records.append(
+            {"translation": record.pop("translation"), "score": round(translation.score, 4), **record}
+        )
+    return records
 
 
 def token_log_probs(hypothesis: Hypothesis) -> list[float]:
@@ -122,4 +146,4 @@ def _rounded(value: float | None) -> float | None:
     return float(f"{value:.{JSON_DIGITS}g}")
 
 
-__all__ = ["JSON_DIGITS", "Confidence", "Translation", "confidence_of", "token_log_probs"]
+__all__ = ["JSON_DIGITS", "Confidence", "Translation", "confidence_of", "nbest_json", "token_log_probs"]

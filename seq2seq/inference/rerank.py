@@ -8,18 +8,26 @@ detokenized) and each n-best hypothesis' text, in one call.
 Re-ranking orders each n-best list by `score + weight * qe`, where `score` is the search's (the summed
 log-probability over the length penalty). The weight trades the model's view for the QE model's; it is
 tuned on dev data (benchmarks/qe.py prints the best one) and 0 keeps the beam's order.
+
+The settings are the CLI's: `qe_checkpoint` (the QE model), `rerank` ("qe" or None) and `rerank_weight`.
+In Python `qe_checkpoint=` takes the loaded model (`QualityEstimator.from_checkpoint(path)`): this layer
+sits below seq2seq.qe and does not import it; the CLI loads the path it is given.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
 
+RERANKS = ("qe",)
 
+
+@runtime_checkable
 class QualityScorer(Protocol):
     def score(self, sources: Sequence[str], translations: Sequence[str]) -> list[float | None]: ...
 
@@ -51,6 +59,31 @@ def check_weight(weight: float | None) -> float | None:
     return float(weight)
 
 
+def loaded_scorer(qe_checkpoint: object) -> QualityScorer | None:
+    """The QE model a Python caller passes as qe_checkpoint= (None: none); a path is a one-line error
+    naming how to load it."""
+    if qe_checkpoint is None or isinstance(qe_checkpoint, QualityScorer):
+        return qe_checkpoint
+    if isinstance(qe_checkpoint, (str, Path)):
+        raise UserError(f"qe_checkpoint={str(qe_checkpoint)!r}: in Python pass the loaded QE model, "
+                        "qe_checkpoint=QualityEstimator.from_checkpoint(path) (from seq2seq.qe import "
+                        "QualityEstimator)")  # fmt: skip
+    raise UserError(f"qe_checkpoint= takes a QE model with score(sources, translations) (seq2seq.qe's "
+                    f"QualityEstimator), not {type(qe_checkpoint).__name__}")  # fmt: skip
+
+
+def rerank_setting(rerank: str | None, weight: float | None, *, has_qe: bool) -> float | None:
+    """rerank=qe's weight (None without re-ranking; 1.0 when not given), checked before any model loads:
+    rerank=qe needs a QE model (qe_checkpoint=)."""
+    if rerank is None:
+        return None
+    if rerank not in RERANKS:
+        raise UserError(f"rerank={rerank!r} is not supported; choose qe (with qe_checkpoint=), or null")
+    if not has_qe:
+        raise UserError("rerank=qe needs a QE model: pass qe_checkpoint= (seq2seq-qe-train's best.pt)")
+    return check_weight(1.0 if weight is None else weight)
+
+
 def rerank(results: list[list[Hypothesis]], weight: float, keep: int) -> list[list[Hypothesis]]:
     """Each n-best list by score + weight * qe, best first, cut to `keep` (a hypothesis without a QE score
     counts as 0). In a constrained search, hypotheses that met more phrases stay first."""
@@ -61,4 +94,12 @@ def rerank(results: list[list[Hypothesis]], weight: float, keep: int) -> list[li
     return [sorted(nbest, key=key, reverse=True)[:keep] for nbest in results]
 
 
-__all__ = ["QualityScorer", "attach_quality", "check_weight", "rerank"]
+__all__ = [
+    "RERANKS",
+    "QualityScorer",
+    "attach_quality",
+    "check_weight",
+    "loaded_scorer",
+    "rerank",
+    "rerank_setting",
+]

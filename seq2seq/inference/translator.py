@@ -3,10 +3,13 @@
     from seq2seq import Translator
 
     translator = Translator.from_checkpoint("runs/quickstart/best.pt")
-    translator.translate(["In the beginning was the Word."])        # beam 5 -> ["En el principio ..."]
-    translator.translate(texts, beam_size=8, nbest=3, return_scores=True)  # 3 (text, score) per text
-    translator.translate(texts, return_confidence=True)  # a Translation per text: text, score, confidence
+    [best] = translator.translate(["In the beginning was the Word."])  # beam 5: a Translation per text
+    str(best), best.score                                               # "En el principio ...", -0.41
+    translator.translate(texts, beam_size=8, nbest=3)[0].nbest  # its 3 best Translations, best first
+    translator.translate(texts, confidence=True)  # each Translation also has confidence, token_probs, ...
     translator.translate(["The LORD is my shepherd."], constraints=[["Jehová"]])  # "Jehová" will appear
+
+Setting names are the CLI's and the server's (seq2seq.inference.settings has them all side by side).
 
 Search settings: beam 5 with the model's own length_penalty and max_len_a when training tuned them
 (seq2seq.decode.tuned_decoding), else the built-in defaults; `options=` or translate()'s arguments
@@ -41,9 +44,9 @@ from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.hypotheses import Hypothesis, SpecialIds, StopCheck
 from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
 from seq2seq.decode.shortlist import Shortlist
-from seq2seq.decode.tuned_decoding import PAYLOAD_KEY, ModelDecoding, apply_model_decoding, requested_options
-from seq2seq.errors import UserError
-from seq2seq.inference.confidence import Translation, confidence_of
+from seq2seq.decode.tuned_decoding import PAYLOAD_KEY, TunedDecoding, apply_model_decoding, requested_options
+from seq2seq.errors import UserError, warn_renamed_keyword
+from seq2seq.inference.confidence import Translation
 from seq2seq.inference.constraint_input import (
     encode_avoid,
     encode_constraints,
@@ -51,19 +54,28 @@ from seq2seq.inference.constraint_input import (
     on_pieces,
     text_constraints,
 )
-from seq2seq.inference.engines import CTranslate2Engine, TorchEngine, is_exported_model
+from seq2seq.inference.engine_choice import ENGINES, check_quantization, engine_for
+from seq2seq.inference.engines import Engine, TorchEngine
 from seq2seq.inference.exported import METADATA_FILE, load_exported
 from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.input_limits import input_limit, source_limits
 from seq2seq.inference.loading import load_ensemble
-from seq2seq.inference.rerank import QualityScorer, attach_quality, check_weight, rerank
+from seq2seq.inference.rerank import (
+    QualityScorer,
+    attach_quality,
+    check_weight,
+    loaded_scorer,
+    rerank,
+    rerank_setting,
+)
+from seq2seq.inference.results import by_rank, joined, translation_of, with_alternatives
 from seq2seq.inference.text_input import clean_line
-from seq2seq.nn.quantized import QUANTIZATIONS, int8_available, quantize_int8
+from seq2seq.nn.quantized import quantize_int8
 from seq2seq.precision import check_precision
 
 log = logging.getLogger(__name__)
 
 LONG_LINE_POLICIES = ("truncate", "split", "error")
-ENGINES = ("auto", "torch", "ctranslate2")
 CTRANSLATE2_PENALTY = (
     " (tuned with our GNMT length penalty; CTranslate2 divides by length ** penalty, which ranks a little "
     "differently)"
@@ -88,7 +100,7 @@ class Translator:
         self,
         src_tokenizer: Tokenizer,
         tgt_tokenizer: Tokenizer,
-        engine: TorchEngine | CTranslate2Engine,
+        engine: Engine,
         *,
         options: SearchOptions = DEFAULT_OPTIONS,
         max_input_tokens: int | None = None,
@@ -100,7 +112,8 @@ class Translator:
         glossary: Glossary | None = None,
     ) -> None:
         """`quality`: a QE model (seq2seq.qe.QualityEstimator) that scores every translation; with
-        `rerank_weight`, each search keeps its beam's n-best and orders them by score + weight * QE.
+        `rerank_weight` (None: no re-ranking), each search keeps its beam's n-best and orders them by
+        score + weight * QE (from_checkpoint's qe_checkpoint=, rerank="qe" and rerank_weight= set both).
         `glossary`: its target terms become constraints of every text whose source has the term."""
         if long_lines not in LONG_LINE_POLICIES:
             raise UserError(
@@ -108,9 +121,8 @@ class Translator:
             )
         self.src_tokenizer, self.tgt_tokenizer, self.engine = src_tokenizer, tgt_tokenizer, engine
         self.options, self.long_lines, self.step, self.languages = options, long_lines, step, languages
-        model = engine.model if engine.model is not None else engine  # an exported model: the engine answers
-        limits = _source_limits(model, engine.max_positions, src_tokenizer.eos_id, engine.device)
-        self.max_input_tokens = _input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
+        limits = source_limits(engine, src_tokenizer.eos_id)
+        self.max_input_tokens = input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
         self.quality, self.rerank_weight = quality, check_weight(rerank_weight)
         self.glossary = glossary
         if self.rerank_weight is not None and quality is None:
@@ -131,9 +143,11 @@ class Translator:
         options: SearchOptions | Mapping[str, Any] | None = None,
         max_input_tokens: int | None = None,
         long_lines: str = "truncate",
-        quality: QualityScorer | None = None,
+        qe_checkpoint: QualityScorer | None = None,
+        rerank: str | None = None,
         rerank_weight: float | None = None,
         glossary: str | Path | Glossary | None = None,
+        quality: QualityScorer | None = None,
     ) -> Translator:
         """A checkpoint file (engine "torch"), several checkpoint files (an ensemble of their models), or
         a directory written by `seq2seq-export` (engine "ctranslate2"); "auto" tells them apart. Models and
@@ -151,14 +165,17 @@ class Translator:
         `compile`: "auto", "true" or "false" (or a bool): whether our engine's searches run a compiled
         decoder step (seq2seq.decode.compiled; auto: on CPU, for inputs large enough to repay compiling).
         `glossary`: a TSV file of source and target terms (or a Glossary): seq2seq.inference.glossary.
+        `qe_checkpoint`: a loaded QE model (`QualityEstimator.from_checkpoint(path)`, seq2seq.qe) that
+        scores every translation; `rerank="qe"` orders each beam's n-best by score + rerank_weight (default
+        1.0) * QE score (seq2seq.inference.rerank). `quality=` is qe_checkpoint's old name.
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
-        chosen = _engine_for(paths, engine)
+        chosen = engine_for(paths, engine)
         requested, given = requested_options(options, DEFAULT_OPTIONS)
         if glossary is not None and not isinstance(glossary, Glossary):
             glossary = Glossary.load(glossary)
-        policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines, "quality": quality,
-                  "rerank_weight": rerank_weight, "glossary": glossary}  # fmt: skip
+        policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines, "glossary": glossary,
+                  **_qe_policy(qe_checkpoint, rerank, rerank_weight, quality)}  # fmt: skip
         check_precision(precision)
         target = torch.device(device)
         check_quantization(quantization, engine=chosen, device=target, precision=precision)
@@ -172,7 +189,7 @@ class Translator:
         if chosen == "ctranslate2":
             exported = load_exported(paths[0], device=target, precision=precision, quantization=quantization)
             metadata = f"{paths[0] / METADATA_FILE}"
-            tuned = ModelDecoding.read(exported.metadata.get(PAYLOAD_KEY), f"{metadata}{CTRANSLATE2_PENALTY}")
+            tuned = TunedDecoding.read(exported.metadata.get(PAYLOAD_KEY), f"{metadata}{CTRANSLATE2_PENALTY}")
             resolved = _resolved(requested, given, tuned, metadata)
             tokenizers = (exported.src_tokenizer, exported.tgt_tokenizer)
             return cls(*tokenizers, exported.engine, step=exported.step, options=resolved, **policy)
@@ -180,7 +197,7 @@ class Translator:
         if quantization == "int8":
             quantize_int8(loaded.model)
         source = str(paths[0]) + (" (the first model of the ensemble)" if len(paths) > 1 else "")
-        resolved = _resolved(requested, given, ModelDecoding.read(loaded.decoding, source), source)
+        resolved = _resolved(requested, given, TunedDecoding.read(loaded.tuned_decoding, source), source)
         ids = SpecialIds.of(loaded.tgt_tokenizer)
         candidates = None
         if shortlist is not None:
@@ -213,25 +230,34 @@ class Translator:
         length_penalty: float | None = None,
         max_len_a: float | None = None,
         max_len_b: int | None = None,
-        return_scores: bool = False,
-        return_confidence: bool = False,
+        scores: bool = False,
+        confidence: bool = False,
         max_tokens: int = 4096,
         options: SearchOptions | None = None,
         prefixes: Sequence[str] | None = None,
         constraints: Sequence[Sequence[str]] | None = None,
         avoid: Sequence[str] | None = None,
-    ) -> list[Any]:
-        """Translations of `texts`, in order. Arguments left None keep `options` (default: this
-        Translator's). Returns one string per text; with `return_scores`, (text, score) pairs; with
-        `return_confidence`, a `Translation` (text, score, confidence, mean_log_prob, tokens, token_probs:
-        seq2seq.inference.confidence), whatever `return_scores` says; with nbest > 1, a list of nbest of
-        those per text. A text split into pieces joins the pieces' k-th hypotheses, its score is the sum
-        of theirs and its confidence their tokens' together. `prefixes` (one per text, "" for none)
-        forces the start of each translation; forced tokens count in the score and the confidence.
-        `constraints` (one list of target phrases per text, [] for none) must appear in the translations,
-        with the glossary's (seq2seq.decode.constrained); `avoid` (phrases) must appear in none. A
-        Translation then says how many phrases it met and which engine found it.
+        return_scores: bool | None = None,
+        return_confidence: bool | None = None,
+    ) -> list[Translation]:
+        """One Translation per text, in order (seq2seq.inference.confidence; `str()` of one is its text).
+        Arguments left None keep `options` (default: this Translator's). Every Translation has its
+        `score` (`scores` is the CLI's name and changes nothing here); `confidence` fills its confidence,
+        mean_log_prob, tokens and token_probs (else None / empty). With nbest > 1, each Translation is the
+        text's best and carries its n-best list, best first, in `nbest`. A text split into pieces joins
+        the pieces' k-th hypotheses, its score is the sum of theirs and its confidence their tokens'
+        together (seq2seq.inference.results). `prefixes` (one per text, "" for none) forces the start of
+        each translation; forced tokens count in the score and the confidence. `constraints` (one list of
+        target phrases per text, [] for none) must appear in the translations, with the glossary's
+        (seq2seq.decode.constrained); `avoid` (phrases) must appear in none. A Translation then says how
+        many phrases it met and which engine found it. `return_scores` / `return_confidence`: the old
+        names of `scores` / `confidence`.
         """
+        if return_scores is not None:
+            warn_renamed_keyword("return_scores", "scores")
+        if return_confidence is not None:
+            warn_renamed_keyword("return_confidence", "confidence")
+            confidence = confidence or return_confidence
         options = (options or self.options).replace(
             beam_size=beam_size, nbest=nbest, length_penalty=length_penalty, max_len_a=max_len_a,
             max_len_b=max_len_b,
@@ -242,15 +268,11 @@ class Translator:
             texts, encoded, options, constraints=constraints, avoid=avoid
         )
         results = self.search(
-            encoded.sources, options, max_tokens=max_tokens, prefixes=forced, confidence=return_confidence,
+            encoded.sources, options, max_tokens=max_tokens, prefixes=forced, confidence=confidence,
             constraints=wanted, avoid=banned,
         )  # fmt: skip
-        if return_confidence:
-            shaped: list[list[Any]] = self.translations(encoded, results)
-        else:
-            joined = self.join_pieces(encoded, results)
-            shaped = [[(text, score) if return_scores else text for text, score in nbest] for nbest in joined]
-        return shaped if options.nbest > 1 else [nbest[0] for nbest in shaped]
+        ranked = self.translations(encoded, results, confidence=confidence)
+        return [with_alternatives(nbest) if options.nbest > 1 else nbest[0] for nbest in ranked]
 
     # ------------------------------------------------------------------ the steps, for the CLI
     def encode(self, texts: Sequence[str]) -> EncodedInput:
@@ -359,120 +381,48 @@ class Translator:
         self, encoded: EncodedInput, results: list[list[Hypothesis]]
     ) -> list[list[tuple[str, float]]]:
         """Per text, its n-best (text, score) pairs: the pieces' k-th hypotheses joined with spaces."""
-        return [[self._joined(parts) for parts in ranks] for ranks in by_rank(encoded, results)]
+        ranks = by_rank(encoded.owners, encoded.n_texts, results)
+        return [[joined(parts, self.detokenize) for parts in ranked] for ranked in ranks]
 
-    def translations(self, encoded: EncodedInput, results: list[list[Hypothesis]]) -> list[list[Translation]]:
-        """`join_pieces` with each entry's confidence (seq2seq.inference.confidence): per text, its n-best
-        Translations. `results` must come from `search(..., confidence=True)`."""
+    def translations(
+        self, encoded: EncodedInput, results: list[list[Hypothesis]], *, confidence: bool = True
+    ) -> list[list[Translation]]:
+        """Per text, its n-best Translations (seq2seq.inference.results), with their confidence when asked
+        for: `results` must then come from `search(..., confidence=True)`."""
+        ranks = by_rank(encoded.owners, encoded.n_texts, results)
+        tokenizer = self.tgt_tokenizer
         return [
-            [
-                Translation.of(
-                    *self._joined(parts),
-                    confidence_of(parts, self.tgt_tokenizer),
-                    _quality(parts),
-                    **constraint_outcome(parts),
-                )
-                for parts in ranks
-            ]
-            for ranks in by_rank(encoded, results)
+            [translation_of(parts, self.detokenize, tokenizer, confidence=confidence) for parts in ranked]
+            for ranked in ranks
         ]
 
-    def _joined(self, parts: list[Hypothesis]) -> tuple[str, float]:
-        """(text, score) of the pieces' hypotheses: texts joined with spaces, scores summed."""
-        texts = (self.detokenize(hypothesis.tokens) for hypothesis in parts)
-        return " ".join(text for text in texts if text), sum(hypothesis.score for hypothesis in parts)
 
-
-def constraint_outcome(parts: list[Hypothesis]) -> dict[str, Any]:
-    """A text's constraint fields for its Translation: phrases met and asked for (summed over its pieces,
-    when a constrained search found them) and the engine that translated it (when one says)."""
-    outcome: dict[str, Any] = {}
-    if any(hypothesis.constraints_total is not None for hypothesis in parts):
-        outcome["constraints_met"] = sum(hypothesis.constraints_met or 0 for hypothesis in parts)
-        outcome["constraints_total"] = sum(hypothesis.constraints_total or 0 for hypothesis in parts)
-    engines = {hypothesis.engine for hypothesis in parts if hypothesis.engine}
-    if engines:
-        outcome["engine"] = "+".join(sorted(engines))
-    return outcome
-
-
-def _quality(parts: list[Hypothesis]) -> float | None:
-    """A text's QE score: its pieces' mean (None unless every piece has one)."""
-    scores = [hypothesis.qe for hypothesis in parts]
-    return None if not scores or None in scores else sum(scores) / len(scores)  # type: ignore[arg-type]
-
-
-def by_rank(encoded: EncodedInput, results: list[list[Hypothesis]]) -> list[list[list[Hypothesis]]]:
-    """Per text, per rank k (as deep as its shallowest piece's n-best list), the pieces' k-th hypotheses
-    in order; an empty text has one rank with no pieces."""
-    pieces: list[list[list[Hypothesis]]] = [[] for _ in range(encoded.n_texts)]
-    for owner, nbest in zip(encoded.owners, results):
-        if nbest:
-            pieces[owner].append(nbest)
-    ranks = []
-    for parts in pieces:
-        depth = min((len(nbest) for nbest in parts), default=1)
-        ranks.append([[nbest[k] for nbest in parts] for k in range(depth)])
-    return ranks
+def _qe_policy(
+    qe_checkpoint: QualityScorer | None,
+    rerank: str | None,
+    weight: float | None,
+    quality: QualityScorer | None,
+) -> dict[str, Any]:
+    """The Translator's `quality` and `rerank_weight` from from_checkpoint's QE settings; warns (at its
+    caller's caller) for the old names: `quality=`, and `rerank_weight=` alone, which used to re-rank."""
+    if quality is not None:
+        warn_renamed_keyword("quality", "qe_checkpoint", depth=2)
+        if qe_checkpoint is None:
+            qe_checkpoint = quality
+    if rerank is None and weight is not None:
+        warn_renamed_keyword("rerank_weight= without rerank=", 'rerank="qe" with rerank_weight=', depth=2)
+        rerank = "qe"
+    scorer = loaded_scorer(qe_checkpoint)
+    return {"quality": scorer, "rerank_weight": rerank_setting(rerank, weight, has_qe=scorer is not None)}
 
 
 def _resolved(
-    requested: SearchOptions, given: frozenset[str], tuned: ModelDecoding | None, source: str
+    requested: SearchOptions, given: frozenset[str], tuned: TunedDecoding | None, source: str
 ) -> SearchOptions:
     """The options to search with, the model's own tuned values filled in; logged with the reason."""
     resolved, note = apply_model_decoding(requested, given, tuned, source)
     log.info("%s", note)
     return resolved
-
-
-def _source_limits(
-    model: nn.Module | None, max_positions: int, eos_id: int, device: torch.device
-) -> tuple[int, int]:
-    """(most, default) source lengths in tokens, eos apart: the longest source that leaves room for one
-    output token, and the longest that leaves room for an output as long as itself, as the model's
-    `output_room` tells. An encoder-decoder's output has positions of its own (both are max_positions - 1);
-    a decoder-only model's source and output share them, so its longest inputs, read whole, would leave
-    no room to answer. `model` may be an engine with `output_room` (an exported decoder-only model);
-    without one, max_positions - 1."""
-    most = max_positions - 1
-    room = getattr(model, "output_room", None)
-    if not callable(room):
-        return most, most
-
-    def leaves(length: int) -> int:
-        return int(room(torch.full((1, length + 1), eos_id, device=device))[0])  # only the count matters
-
-    most = _longest(lambda length: leaves(length) >= 1, most)
-    return most, _longest(lambda length: leaves(length) >= length, most)
-
-
-def _longest(fits: Callable[[int], bool], most: int) -> int:
-    """The largest length from 1 to `most` that fits (`fits` holds up to some length, then never); 1 if
-    none does."""
-    low, high = 1, most
-    while low < high:
-        middle = (low + high + 1) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle - 1)
-    return low
-
-
-def _input_limit(max_input_tokens: int | None, most: int, default: int, *, max_positions: int) -> int:
-    """The longest source in tokens: the setting, or `default` (what the model reads and still has room to
-    answer, _source_limits). A limit of 0 or less would empty every translation without a word; one above
-    `most` asks the model for positions it was not built to read."""
-    if max_input_tokens is None:
-        return default
-    if (
-        not isinstance(max_input_tokens, int)
-        or isinstance(max_input_tokens, bool)
-        or not 1 <= max_input_tokens <= most
-    ):
-        raise UserError(
-            f"max_input_tokens={max_input_tokens!r} must be an integer from 1 to {most} (the longest source, "
-            f"eos apart, that leaves room for output in this model's {max_positions} positions); "
-            f"or null for {default}"
-        )
-    return max_input_tokens
 
 
 def _languages(config: dict[str, Any]) -> tuple[str, str] | None:
@@ -483,40 +433,6 @@ def _languages(config: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def check_quantization(quantization: str, *, engine: str, device: torch.device, precision: str) -> None:
-    """A quantization this engine, device and precision can run, else a one-line error that says why."""
-    if quantization not in QUANTIZATIONS:
-        choices = " or ".join(QUANTIZATIONS)
-        raise UserError(f"quantization={quantization!r} is not supported; choose {choices}")
-    if quantization == "none" or engine == "ctranslate2":
-        return
-    if device.type != "cpu":
-        raise UserError(f"quantization=int8 runs on CPU (PyTorch's dynamic int8 kernels have no "
-                        f"{device.type} version); on a GPU use precision=bf16, or engine=ctranslate2 with "
-                        "an exported model")  # fmt: skip
-    if precision != "fp32":
-        raise UserError(f"quantization=int8 cannot run with precision={precision}: its products are int8 and "
-                        "the rest of the model fp32; use precision=fp32")  # fmt: skip
-    if not int8_available():
-        raise UserError("this PyTorch build has no dynamic int8 kernels; use quantization=none, or "
-                        "engine=ctranslate2 with a model exported by seq2seq-export")  # fmt: skip
-
-
-def _engine_for(paths: list[Path], engine: str) -> str:
-    if engine not in ENGINES:
-        raise UserError(f"engine={engine!r} is not supported; choose {', '.join(ENGINES)}")
-    if not paths:
-        raise UserError("no checkpoint given; pass checkpoint=PATH (or a list of them for an ensemble)")
-    exported = [p.is_dir() and is_exported_model(p) for p in paths]
-    if len(paths) > 1 and any(exported):
-        raise UserError("an ensemble takes .pt checkpoints, not exported models; pass the checkpoints")
-    if engine == "auto":
-        return "ctranslate2" if exported[0] else "torch"
-    if engine == "ctranslate2" and not exported[0]:
-        raise UserError(f"{paths[0]} is not a CTranslate2 model directory; make one with seq2seq-export")
-    return engine
-
-
 __all__ = [
     "DEFAULT_OPTIONS",
     "ENGINES",
@@ -524,5 +440,5 @@ __all__ = [
     "EncodedInput",
     "Translation",
     "Translator",
-    "by_rank",
+    "check_quantization",
 ]

@@ -27,7 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seq2seq.inference.confidence import Translation
+from seq2seq.inference.confidence import nbest_json
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.metrics import Metrics
 from seq2seq.serve.requests import (
@@ -156,35 +156,29 @@ async def _translate(
 
 
 def _translations(answer: Answer, *, nbest: int, confidence: bool) -> dict[str, Any]:
-    """The answer's "translations" (and "scores" with nbest > 1): per text a string, or with
-    `confidence` an object {"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}
-    (seq2seq.inference.confidence); with nbest > 1, a list of those per text. A request with constraints
-    also gets "constraints_met" and "constraints" (phrases met and asked for, per text, of its best
-    translation) and "engines" (which engine translated each text)."""
-    if confidence:
-        shown = [[translation.to_json() for translation in ranked] for ranked in answer]
-    else:
-        shown = [[_text(entry) for entry in ranked] for ranked in answer]
-    scores = [[_score(entry) for entry in ranked] for ranked in answer]
-    fields: dict[str, Any] = {}
+    """The answer's "translations": per text a string, or with `confidence` its record (Translation.to_json:
+    {"translation", "confidence", "mean_log_prob", "tokens", "token_probs"}); with nbest > 1, per text the
+    list of its n-best records, best first, each with its "score" (nbest_json), and, for one release, the
+    deprecated "scores" (per text, its n-best scores). A request with constraints also gets
+    "constraints_met" and "constraints_total" (phrases met and asked for, per text, of its best
+    translation; "constraints" is the deprecated old name of "constraints_total", still sent for one
+    release) and "engines" (which engine translated each text)."""
     best = [ranked[0] for ranked in answer]
+    fields: dict[str, Any] = {}
+    if nbest > 1:
+        fields["translations"] = [nbest_json(ranked, confidence=confidence) for ranked in answer]
+        fields["scores"] = [[round(translation.score, 4) for translation in ranked] for ranked in answer]
+    else:
+        fields["translations"] = [
+            translation.to_json() if confidence else translation.text for translation in best
+        ]
     # Any text, not the first: an empty text has no search, so no constraint count (null).
-    if any(isinstance(entry, Translation) and entry.constraints_total is not None for entry in best):
+    if any(translation.constraints_total is not None for translation in best):
         fields["constraints_met"] = [translation.constraints_met for translation in best]
-        fields["constraints"] = [translation.constraints_total for translation in best]
+        fields["constraints_total"] = [translation.constraints_total for translation in best]
+        fields["constraints"] = fields["constraints_total"]  # deprecated: the old name, for one release
         fields["engines"] = [translation.engine for translation in best]
-    if nbest == 1:
-        return {"translations": [ranked[0] for ranked in shown], **fields}
-    scores_shown = [[round(score, 4) for score in ranked] for ranked in scores]
-    return {"translations": shown, "scores": scores_shown, **fields}
-
-
-def _text(entry: tuple[str, float] | Translation) -> str:
-    return entry.text if isinstance(entry, Translation) else entry[0]
-
-
-def _score(entry: tuple[str, float] | Translation) -> float:
-    return entry.score if isinstance(entry, Translation) else entry[1]
+    return fields
 
 
 async def _while_client_waits(work: Awaitable[T], request: Request, deadline: float, timeout: float) -> T:

@@ -47,8 +47,9 @@ from seq2seq.serve.requests import HTTPError
 
 log = logging.getLogger("seq2seq.serve")
 _STOP = object()  # put in the queue by close(): finish what is queued, then end the worker
-# Per text, its n-best (translation, score) pairs; Translations (with their confidence) when asked for.
-Answer = list[list[tuple[str, float]]] | list[list[Translation]]
+# Per text, its n-best Translations, best first: with their confidence and constraint outcome when the
+# request asked for them, else text and score only (what other requests of its batch ask changes nothing).
+Answer = list[list[Translation]]
 
 
 @dataclass(eq=False)
@@ -145,9 +146,9 @@ class BatchingTranslator:
         constraints: list[list[list[int]]] | None = None,
         avoid: tuple[tuple[int, ...], ...] = (),
     ) -> Answer:
-        """Per text, its n-best (translation, score) pairs; with `confidence` or `constraints` (target
-        phrases per piece of `encoded`), its n-best Translations (seq2seq.inference.confidence: they say
-        how many phrases each met). Requests with and without them share batches: what one asks for
+        """Per text, its n-best Translations (seq2seq.inference.confidence): text and score; with
+        `confidence` their confidence too, with `constraints` (target phrases per piece of `encoded`) how
+        many phrases each met. Requests with and without them share batches: what one asks for
         changes no other's answer (`avoid`, phrases no output may contain, applies to a whole search, so
         only requests avoiding the same phrases share one). Cancelling the call drops the request's work
         unless its search has started, and stops its search if no other request waits for it; HTTPError
@@ -323,12 +324,14 @@ class BatchingTranslator:
             merged.sources, jobs[0].options, max_tokens=self.max_tokens, **asked,
             stop=lambda: all(job.state == "abandoned" for job in waiting),  # read without the lock
         )  # fmt: skip
-        joined = self.translator.join_pieces(merged, results)
+        plain = [
+            [Translation(*pair) for pair in ranked] for ranked in self.translator.join_pieces(merged, results)
+        ]
         detailed = self.translator.translations(merged, results) if asked else []
         answers, start = [], 0
         for job in jobs:
             end = start + job.encoded.n_texts
-            answers.append(detailed[start:end] if job.confidence or job.constraints else joined[start:end])
+            answers.append(detailed[start:end] if job.confidence or job.constraints else plain[start:end])
             start = end
         return answers
 

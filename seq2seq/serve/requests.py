@@ -19,14 +19,15 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 
 from seq2seq.decode.options import SearchOptions
-from seq2seq.errors import UserError
+from seq2seq.errors import UserError, log_renamed_field
 from seq2seq.inference.text_input import clean_line
 from seq2seq.inference.translator import EncodedInput, Translator
 
 log = logging.getLogger("seq2seq.serve")
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logged and counted, never sent
-# What a request body may hold.
-FIELDS = ("text", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid")
+# What a request body may hold (the names of seq2seq.inference.settings), and the old names still taken.
+FIELDS = ("texts", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid")
+RENAMED_FIELDS = {"text": "texts"}  # old -> new: accepted for one release, with a logged warning
 MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
 
 
@@ -91,7 +92,7 @@ class ParsedRequest:
 
 
 def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> ParsedRequest:
-    """The request in a body (a "text" string counts as a list of one), or HTTPError."""
+    """The request in a body (a "texts" string counts as a list of one), or HTTPError."""
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
@@ -99,15 +100,13 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
     except RecursionError:  # the parser recurses once per [ or {
         raise HTTPError(400, "the body is not valid JSON here: it is nested too deeply") from None
     if not isinstance(payload, dict):
-        raise HTTPError(422, 'the body must be a JSON object like {"text": ["..."]}')
-    unknown = sorted(set(payload) - set(FIELDS))
-    if unknown:
-        raise HTTPError(422, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
-    texts = [payload["text"]] if isinstance(payload.get("text"), str) else payload.get("text")
+        raise HTTPError(422, 'the body must be a JSON object like {"texts": ["..."]}')
+    payload = _renamed(payload)
+    texts = [payload["texts"]] if isinstance(payload.get("texts"), str) else payload.get("texts")
     if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
-        raise HTTPError(422, '"text" must be a string or a list of strings')
+        raise HTTPError(422, '"texts" must be a string or a list of strings')
     if not texts or len(texts) > limits.max_sentences:
-        raise HTTPError(422, f'"text" must hold 1 to {limits.max_sentences} sentences, got {len(texts)}')
+        raise HTTPError(422, f'"texts" must hold 1 to {limits.max_sentences} sentences, got {len(texts)}')
     longest = max(range(len(texts)), key=lambda i: len(texts[i]))
     if len(texts[longest]) > limits.max_chars:
         raise HTTPError(
@@ -120,6 +119,23 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
         raise HTTPError(422, f'"confidence" must be true or false, got {json.dumps(confidence)}')
     constraints, avoid = _terms(payload, len(texts), limits)
     return ParsedRequest(texts, _options(payload, limits, defaults), confidence, constraints, avoid)
+
+
+def _renamed(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload under the current field names: an old one (RENAMED_FIELDS) is taken with a logged
+    warning; an unknown field, or an old one beside its new name, is a 422."""
+    unknown = sorted(set(payload) - set(FIELDS) - set(RENAMED_FIELDS))
+    if unknown:
+        raise HTTPError(422, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
+    renamed = dict(payload)
+    for old, new in RENAMED_FIELDS.items():
+        if old not in payload:
+            continue
+        if new in payload:
+            raise HTTPError(422, f'give "{new}" only ("{old}" is its deprecated old name)')
+        log_renamed_field(f'the request field "{old}"', f'"{new}"', logger=log)
+        renamed[new] = renamed.pop(old)
+    return renamed
 
 
 def _terms(

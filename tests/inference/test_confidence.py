@@ -97,11 +97,11 @@ def check_texts(translator: Translator, translations: list[Translation], models:
 def test_greedy_confidence_is_the_models_probability(tokenizer, family):
     model = build(tokenizer, family)
     translator = translator_of(model, tokenizer)
-    translations = translator.translate(TEXTS, beam_size=1, return_confidence=True)
+    translations = translator.translate(TEXTS, beam_size=1, confidence=True)
     assert all(isinstance(t, Translation) for t in translations)
     check_texts(translator, translations, [model])
-    plain = translator.translate(TEXTS, beam_size=1, return_scores=True)
-    assert [(t.text, t.score) for t in translations] == plain  # the flag changes no translation or score
+    plain = translator.translate(TEXTS, beam_size=1)
+    assert [(t.text, t.score) for t in translations] == [(t.text, t.score) for t in plain]  # the same search
     assert len({t.confidence for t in translations}) == len(TEXTS)  # every text its own
 
 
@@ -109,14 +109,16 @@ def test_greedy_confidence_is_the_models_probability(tokenizer, family):
 def test_beam_nbest_confidence_is_the_models_probability(tokenizer, family):
     model = build(tokenizer, family)
     translator = translator_of(model, tokenizer)
-    nbest = translator.translate(TEXTS, beam_size=4, nbest=3, return_confidence=True)
+    nbest = [best.nbest for best in translator.translate(TEXTS, beam_size=4, nbest=3, confidence=True)]
     sources = translator.encode(TEXTS).sources
     for text, source, ranked in zip(TEXTS, sources, nbest):
         assert len(ranked) == (3 if text else 1)
         for translation in ranked if text else []:
             assert_model_probabilities(translation, [model], [source], tokenizer)
-    plain = translator.translate(TEXTS, beam_size=4, nbest=3, return_scores=True)
-    assert [[(t.text, t.score) for t in ranked] for ranked in nbest] == plain
+    plain = [best.nbest for best in translator.translate(TEXTS, beam_size=4, nbest=3)]
+    assert [[(t.text, t.score) for t in ranked] for ranked in nbest] == [
+        [(t.text, t.score) for t in ranked] for ranked in plain
+    ]
 
 
 @pytest.mark.parametrize(("temperature", "top_k"), [(0.5, 0), (2.0, 5), (1.0, 3)])
@@ -124,7 +126,7 @@ def test_sampled_tokens_keep_their_untempered_model_probability(tokenizer, tempe
     model = build(tokenizer, "encoder_decoder", seed=2, sharpness=1.0)  # flat: the samples vary
     translator = translator_of(model, tokenizer)
     options = LIMIT.replace(sampling=True, temperature=temperature, top_k=top_k, nbest=3, seed=11)
-    samples = translator.translate(TEXTS[:4], options=options, return_confidence=True)
+    samples = [best.nbest for best in translator.translate(TEXTS[:4], options=options, confidence=True)]
     sources = translator.encode(TEXTS[:4]).sources
     for source, ranked in zip(sources, samples):
         assert len({tuple(t.tokens) for t in ranked}) > 1  # different samples
@@ -138,9 +140,7 @@ def test_forced_prefix_tokens_keep_their_model_probability(tokenizer, family):
     translator = translator_of(model, tokenizer)
     texts, prefixes = TEXTS[:3], ["god created", "", "in the"]
     for beam_size in (1, 3):
-        translations = translator.translate(
-            texts, beam_size=beam_size, prefixes=prefixes, return_confidence=True
-        )
+        translations = translator.translate(texts, beam_size=beam_size, prefixes=prefixes, confidence=True)
         for text, prefix, translation in zip(texts, prefixes, translations):
             forced = tokenizer.encode(prefix) if prefix else []
             assert output_ids(translation, tokenizer)[0][: len(forced)] == forced
@@ -154,10 +154,10 @@ def test_an_ensemble_gives_the_mean_of_its_members_log_probabilities(tokenizer, 
     members = [build(tokenizer, family, seed=0), build(tokenizer, family, seed=5)]
     translator = translator_of(Ensemble(members).eval(), tokenizer)
     for beam_size in (1, 4):
-        translations = translator.translate(TEXTS, beam_size=beam_size, return_confidence=True)
+        translations = translator.translate(TEXTS, beam_size=beam_size, confidence=True)
         check_texts(translator, translations, members)
-    alone = translator_of(members[0], tokenizer).translate(TEXTS[:1], beam_size=1, return_confidence=True)
-    together = translator.translate(TEXTS[:1], beam_size=1, return_confidence=True)
+    alone = translator_of(members[0], tokenizer).translate(TEXTS[:1], beam_size=1, confidence=True)
+    together = translator.translate(TEXTS[:1], beam_size=1, confidence=True)
     assert alone[0].token_probs != together[0].token_probs  # the second member counts
 
 
@@ -168,7 +168,7 @@ def test_a_split_text_concatenates_its_pieces(tokenizer):
     encoded = translator.encode([text, "light"])
     pieces = [source for source, owner in zip(encoded.sources, encoded.owners) if owner == 0]
     assert len(pieces) >= 3
-    joined, short = translator.translate([text, "light"], beam_size=1, return_confidence=True)
+    joined, short = translator.translate([text, "light"], beam_size=1, confidence=True)
     assert joined.tokens.count("</s>") == len(pieces) and short.tokens.count("</s>") == 1
     assert_model_probabilities(joined, [model], pieces, tokenizer)
     alone = [translator.search([piece], LIMIT)[0][0] for piece in pieces]
@@ -205,12 +205,11 @@ def test_the_definitions_on_hand_made_hypotheses(tokenizer):
 def test_the_return_shapes(tokenizer):
     translator = translator_of(build(tokenizer, "encoder_decoder"), tokenizer)
     texts = TEXTS[:2]
-    assert all(isinstance(t, str) for t in translator.translate(texts, beam_size=2))
-    with_both = translator.translate(texts, beam_size=2, return_scores=True, return_confidence=True)
-    assert all(isinstance(t, Translation) for t in with_both)
-    assert [(t.text, t.score) for t in with_both] == translator.translate(
-        texts, beam_size=2, return_scores=True
-    )
-    nbest = translator.translate(texts, beam_size=2, nbest=2, return_confidence=True)
-    assert [len(ranked) for ranked in nbest] == [2, 2] and isinstance(nbest[0][1], Translation)
-    assert translator.translate([""], return_confidence=True) == [Translation("", 0)]
+    plain = translator.translate(texts, beam_size=2)
+    assert all(isinstance(t, Translation) and t.confidence is None for t in plain)
+    detailed = translator.translate(texts, beam_size=2, confidence=True)
+    assert all(t.confidence is not None for t in detailed)
+    assert [(t.text, t.score) for t in detailed] == [(t.text, t.score) for t in plain]
+    nbest = translator.translate(texts, beam_size=2, nbest=2, confidence=True)
+    assert [len(best.nbest) for best in nbest] == [2, 2] and isinstance(nbest[0].nbest[1], Translation)
+    assert translator.translate([""], confidence=True) == [Translation("", 0)]

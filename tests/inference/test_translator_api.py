@@ -9,8 +9,10 @@ from commands import MIXED_LINES, run_module, translate
 
 from seq2seq import Translator
 from seq2seq.errors import UserError
+from seq2seq.inference.confidence import Translation
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("long_lines", ["truncate", "split"])
 def test_translator_equals_the_cli_on_hostile_input(finished_run: Path, tmp_path: Path, long_lines: str):
     result, output = translate(
@@ -20,9 +22,12 @@ def test_translator_equals_the_cli_on_hostile_input(finished_run: Path, tmp_path
     translator = Translator.from_checkpoint(
         finished_run / "last.pt", max_input_tokens=64, long_lines=long_lines
     )
-    assert translator.translate(MIXED_LINES) == output.read_text(encoding="utf-8").split("\n")[:-1]
+    assert [str(t) for t in translator.translate(MIXED_LINES)] == output.read_text(encoding="utf-8").split(
+        "\n"
+    )[:-1]
 
 
+@pytest.mark.slow
 def test_nbest_scores_equal_the_cli(finished_run: Path, tmp_path: Path):
     lines = [line for line in MIXED_LINES if line.strip()][:3]
     result, output = translate(finished_run, tmp_path, lines, None, "decode.beam_size=4", "decode.nbest=3")
@@ -32,17 +37,16 @@ def test_nbest_scores_equal_the_cli(finished_run: Path, tmp_path: Path):
         index, text, score = row.split(" ||| ")
         expected[int(index)].append((text, float(score)))
     translator = Translator.from_checkpoint(finished_run / "last.pt", max_input_tokens=64)
-    got = translator.translate(lines, beam_size=4, nbest=3, return_scores=True)
-    assert [[text for text, _ in nbest] for nbest in got] == [
-        [text for text, _ in nbest] for nbest in expected
-    ]
+    got = [best.nbest for best in translator.translate(lines, beam_size=4, nbest=3)]
+    assert [[t.text for t in nbest] for nbest in got] == [[text for text, _ in nbest] for nbest in expected]
     for mine, cli in zip(got, expected):
-        assert [round(score, 4) for _, score in mine] == [score for _, score in cli]
+        assert [round(t.score, 4) for t in mine] == [score for _, score in cli]
 
 
+@pytest.mark.slow
 def test_translator_arguments_are_checked(finished_run: Path):
     translator = Translator.from_checkpoint(finished_run / "last.pt")
-    assert translator.translate([]) == [] and translator.translate([""]) == [""]
+    assert translator.translate([]) == [] and translator.translate([""]) == [Translation("", 0.0)]
     with pytest.raises(UserError, match="beam_size='5' must be int"):
         translator.translate(["the dog"], beam_size="5")
     with pytest.raises(UserError, match="engine='onnx' is not supported"):
@@ -51,6 +55,7 @@ def test_translator_arguments_are_checked(finished_run: Path):
         Translator.from_checkpoint(finished_run, engine="ctranslate2")
 
 
+@pytest.mark.slow
 def test_export_cli_then_translate_cli_with_the_exported_model(finished_run: Path, tmp_path: Path):
     pytest.importorskip("ctranslate2", reason="needs the export extra: pip install '.[export]'")
     exported = tmp_path / "exported"
@@ -77,14 +82,15 @@ def test_export_cli_then_translate_cli_with_the_exported_model(finished_run: Pat
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "force=true" in again.stderr
 
 
+@pytest.mark.slow
 def test_prefixes_start_every_output_and_are_scored_like_teacher_forcing(finished_run: Path, tmp_path: Path):
     import torch
 
     translator = Translator.from_checkpoint(finished_run / "last.pt")
     texts = ["the man sees the dog", "a woman finds the house", "the king loves bread"]
     prefixes = ["el perro", "", "un rey ve"]
-    got = translator.translate(texts, beam_size=1, prefixes=prefixes, return_scores=True)
-    for (text, score), prefix, source in zip(got, prefixes, texts):
+    got = translator.translate(texts, beam_size=1, prefixes=prefixes)
+    for (text, score), prefix, source in zip(((t.text, t.score) for t in got), prefixes, texts):
         assert text.startswith(prefix)
         tokens = translator.tgt_tokenizer.encode(text)
         ids = translator.tgt_tokenizer
@@ -99,16 +105,17 @@ def test_prefixes_start_every_output_and_are_scored_like_teacher_forcing(finishe
     prefix_file.write_text("".join(p + "\n" for p in prefixes), encoding="utf-8")
     output = tmp_path / "out.txt"
     checkpoint = f"checkpoint={finished_run / 'last.pt'}"
-    result = run_module("seq2seq.cli.translate", checkpoint, f"input={source}", f"prefix={prefix_file}",
+    result = run_module("seq2seq.cli.translate", checkpoint, f"input={source}", f"prefixes={prefix_file}",
                         f"output={output}", "decode=greedy", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
-    assert output.read_text(encoding="utf-8").split("\n")[:-1] == [text for text, _ in got]
+    assert output.read_text(encoding="utf-8").split("\n")[:-1] == [t.text for t in got]
     prefix_file.write_text("el\n", encoding="utf-8")
-    result = run_module("seq2seq.cli.translate", checkpoint, f"input={source}", f"prefix={prefix_file}",
+    result = run_module("seq2seq.cli.translate", checkpoint, f"input={source}", f"prefixes={prefix_file}",
                         cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2 and "has 1 lines but the input has 3" in result.stderr
 
 
+@pytest.mark.slow
 def test_an_ensemble_from_the_command_line(finished_run: Path, tmp_path: Path):
     from seq2seq.checkpoint import load_checkpoint, save_checkpoint
     from seq2seq.data.tokenizer import Tokenizer
@@ -133,6 +140,7 @@ def test_an_ensemble_from_the_command_line(finished_run: Path, tmp_path: Path):
     assert b"Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_an_xformers_checkpoint_translates_with_sdpa_where_xformers_cannot_run(
     finished_run: Path, tmp_path: Path, monkeypatch, caplog
 ):

@@ -145,6 +145,7 @@ def memory_growth(env: dict[str, str]) -> int:
     return int(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @needs_onednn
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the RSS from /proc (Linux)")
 def test_onednn_primitive_caches_are_bounded_so_memory_stops_growing_with_new_shapes() -> None:

@@ -14,7 +14,7 @@ from torch import nn
 
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.errors import UserError
-from seq2seq.inference import translator as translator_module
+from seq2seq.inference import engine_choice
 from seq2seq.inference.translator import Translator, check_quantization
 from seq2seq.nn.embeddings import OutputProjection
 from seq2seq.nn.quantized import Int8Linear, int8_available, quantize_int8
@@ -90,8 +90,8 @@ def test_translator_runs_an_int8_checkpoint_and_records_nothing_new(tmp_path) ->
     )
     assert any(isinstance(module, Int8Linear) for module in int8.model.modules())
     assert not any(isinstance(module, Int8Linear) for module in full.model.modules())
-    ours = int8.translate(texts, return_confidence=True)
-    theirs = full.translate(texts, return_confidence=True)
+    ours = int8.translate(texts, confidence=True)
+    theirs = full.translate(texts, confidence=True)
     agree = sum(a.text == b.text for a, b in zip(ours, theirs))
     assert agree >= 4, (ours, theirs)  # a sharp tiny model: int8 rounding rarely changes a greedy choice
     for a, b in zip(ours, theirs):
@@ -115,7 +115,7 @@ def test_settings_int8_cannot_run_are_refused(settings: dict, message: str) -> N
 
 
 def test_a_build_without_int8_kernels_is_refused_and_ctranslate2_needs_none(monkeypatch) -> None:
-    monkeypatch.setattr(translator_module, "int8_available", lambda: False)
+    monkeypatch.setattr(engine_choice, "int8_available", lambda: False)
     with pytest.raises(UserError, match="this PyTorch build has no dynamic int8 kernels"):
         check_quantization("int8", engine="torch", device=torch.device("cpu"), precision="fp32")
     # CTranslate2 quantizes with its own kernels, on any device it runs on

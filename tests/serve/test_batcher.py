@@ -11,6 +11,7 @@ import pytest
 
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
+from seq2seq.inference.confidence import Translation
 from seq2seq.inference.translator import EncodedInput
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.requests import HTTPError
@@ -71,7 +72,7 @@ def test_a_burst_of_requests_shares_one_batch_while_they_keep_arriving() -> None
     batcher = BatchingTranslator(lambda: translator, batch_wait_ms=200, max_batch_wait_ms=2000)
     answers = run(batcher, 8, 0.04)
     assert translator.searches == [[f"s{i}" for i in range(8)]]
-    assert answers == [[[(f"S{i}", 0.0)]] for i in range(8)]
+    assert answers == [[[Translation(f"S{i}", 0.0)]] for i in range(8)]
 
 
 def test_a_batch_closes_at_its_cap_even_while_requests_keep_coming() -> None:
@@ -81,7 +82,7 @@ def test_a_batch_closes_at_its_cap_even_while_requests_keep_coming() -> None:
     sizes = [len(texts) for texts in translator.searches]
     assert len(sizes) >= 2 and sum(sizes) == 8
     assert [text for texts in translator.searches for text in texts] == [f"s{i}" for i in range(8)]
-    assert answers == [[[(f"S{i}", 0.0)]] for i in range(8)]
+    assert answers == [[[Translation(f"S{i}", 0.0)]] for i in range(8)]
 
 
 def test_a_quiet_gap_closes_the_batch() -> None:
@@ -126,7 +127,9 @@ def test_a_failed_batch_is_retried_one_by_one_and_only_the_culprit_fails() -> No
     finally:
         batcher.close()
     assert translator.searches[0] == ["a", "b", "c", "poison", "crash", "d"]  # one batch, which failed
-    assert answers[0] == [[("A", 0.0)], [("B", 0.0)]] and answers[3] == [[("D", 0.0)]]
+    assert answers[0] == [[Translation("A", 0.0)], [Translation("B", 0.0)]] and answers[3] == [
+        [Translation("D", 0.0)]
+    ]
     assert isinstance(answers[1], HTTPError) and answers[1].status == 422
     assert answers[1].message == "sentence 1: poison cannot be translated"
     assert isinstance(answers[2], HTTPError) and answers[2].status == 500
@@ -155,7 +158,7 @@ def test_a_full_queue_refuses_at_once_and_a_cancelled_request_is_never_searched(
         batcher.close()
     assert refused.status == 503 and refused.headers == {"Retry-After": "1"}
     assert "max_queue=2" in refused.message and waiting == 1
-    assert first == [[("FIRST", 0.0)]] and translator.searches == [["first"]]
+    assert first == [[Translation("FIRST", 0.0)]] and translator.searches == [["first"]]
     assert batcher.stats.dropped == 1 and batcher.waiting == 0
 
 

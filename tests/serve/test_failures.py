@@ -83,8 +83,9 @@ def post_together(url: str, requests: list[dict]) -> list[httpx.Response]:
         return list(pool.map(post, requests))
 
 
+@pytest.mark.slow
 def test_a_failed_batch_is_retried_one_by_one_so_only_the_culprit_fails(url):
-    requests = [{"text": ["a", "b"]}, {"text": ["c", "poison", "d"]}, {"text": "crash"}, {"text": "e"}]
+    requests = [{"texts": ["a", "b"]}, {"texts": ["c", "poison", "d"]}, {"texts": "crash"}, {"texts": "e"}]
     responses = post_together(url, requests)
     assert [r.status_code for r in responses] == [200, 422, 500, 200]
     assert responses[0].json()["translations"] == ["A", "B"] and responses[3].json()["translations"] == ["E"]
@@ -99,13 +100,14 @@ def test_a_failed_batch_is_retried_one_by_one_so_only_the_culprit_fails(url):
     assert httpx.get(f"{url}/nowhere").json() == {"error": "Not Found"}
 
 
+@pytest.mark.slow
 def test_health_is_503_once_the_model_thread_has_died(url):
     assert httpx.get(f"{url}/health").status_code == 200
-    first = httpx.post(f"{url}/translate", json={"text": "fatal"}, timeout=10)
+    first = httpx.post(f"{url}/translate", json={"texts": "fatal"}, timeout=10)
     assert first.status_code == 503 and "model thread has stopped" in first.json()["error"]
     health = httpx.get(f"{url}/health")
     assert health.status_code == 503 and health.json()["status"] == "unhealthy"
-    later = httpx.post(f"{url}/translate", json={"text": "fine"}, timeout=10)  # answered, not left hanging
+    later = httpx.post(f"{url}/translate", json={"texts": "fine"}, timeout=10)  # answered, not left hanging
     assert later.status_code == 503
     metrics = httpx.get(f"{url}/metrics").text
     assert "seq2seq_model_thread_up 0.0" in metrics

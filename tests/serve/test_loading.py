@@ -33,6 +33,7 @@ else:
 """
 
 
+@pytest.mark.slow
 def test_the_server_reads_the_checkpoint_once(start_server, checkpoint):
     alone = subprocess.run([sys.executable, "-c", WATCH_OPENS, str(checkpoint), "load_checkpoint"],
                            capture_output=True, text=True, check=True)  # fmt: skip
@@ -54,6 +55,7 @@ def test_max_input_tokens_outside_what_the_model_reads_is_refused(checkpoint, ba
     assert Translator.from_checkpoint(checkpoint).max_input_tokens == 127
 
 
+@pytest.mark.slow
 def test_the_server_refuses_max_input_tokens_beyond_the_model_in_one_line(checkpoint, tmp_path: Path):
     command = [*SERVE, f"checkpoint={checkpoint}", "max_input_tokens=500", "port=0"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)

@@ -1,5 +1,5 @@
 """seq2seq-serve's "confidence" field: with true, each translation is an object with the Translator's own
-confidence values (translate(..., return_confidence=True)); a value other than true or false is a 422;
+confidence values (translate(..., confidence=True)); a value other than true or false is a 422;
 requests with and without it share a batch and each gets exactly the answer it would get alone. The app
 runs in this process under FastAPI's TestClient, as seq2seq-serve builds it; the batching is also
 driven directly, so that the requests surely meet in one search."""
@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from tiny_models import sentences
 
 from seq2seq import Translator
+from seq2seq.inference.confidence import nbest_json
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics
@@ -39,33 +40,35 @@ def client(checkpoint: Path) -> Iterator[TestClient]:
 
 
 def test_each_translation_carries_its_confidence(client, translator):
-    answer = client.post("/translate", json={"text": TEXTS, "confidence": True})
+    answer = client.post("/translate", json={"texts": TEXTS, "confidence": True})
     assert answer.status_code == 200, answer.text
-    expected = translator.translate(TEXTS, return_confidence=True)
+    expected = translator.translate(TEXTS, confidence=True)
     translations = answer.json()["translations"]
     assert translations == [t.to_json() for t in expected]
     assert list(translations[0]) == ["translation", "confidence", "mean_log_prob", "tokens", "token_probs"]
     assert translations[0]["tokens"][-1] == "</s>" and 0 < translations[0]["confidence"] <= 1
     assert translations[-1] == {"translation": "", "confidence": None, "mean_log_prob": None, "tokens": [],
                                 "token_probs": []}  # fmt: skip
-    plain = client.post("/translate", json={"text": TEXTS, "confidence": False}).json()
+    plain = client.post("/translate", json={"texts": TEXTS, "confidence": False}).json()
     assert plain["translations"] == [t.text for t in expected]  # false: the plain strings, as before
-    assert client.post("/translate", json={"text": TEXTS}).json()["translations"] == plain["translations"]
+    assert client.post("/translate", json={"texts": TEXTS}).json()["translations"] == plain["translations"]
 
 
 def test_nbest_with_confidence(client, translator):
     answer = client.post(
-        "/translate", json={"text": TEXTS[:2], "nbest": 3, "beam_size": 4, "confidence": True}
+        "/translate", json={"texts": TEXTS[:2], "nbest": 3, "beam_size": 4, "confidence": True}
     )
     assert answer.status_code == 200, answer.text
-    expected = translator.translate(TEXTS[:2], nbest=3, beam_size=4, return_confidence=True)
-    assert answer.json()["translations"] == [[t.to_json() for t in ranked] for ranked in expected]
-    assert answer.json()["scores"] == [[round(t.score, 4) for t in ranked] for ranked in expected]
+    expected = translator.translate(TEXTS[:2], nbest=3, beam_size=4, confidence=True)
+    assert answer.json()["translations"] == [nbest_json(best.nbest, confidence=True) for best in expected]
+    assert answer.json()["scores"] == [
+        [round(t.score, 4) for t in best.nbest] for best in expected
+    ]  # deprecated
 
 
 @pytest.mark.parametrize("value", ["yes", 1, None, [True]])
 def test_a_confidence_that_is_not_a_boolean_is_a_422(client, value):
-    answer = client.post("/translate", json={"text": "god", "confidence": value})
+    answer = client.post("/translate", json={"texts": "god", "confidence": value})
     assert answer.status_code == 422
     assert answer.json() == {"error": f'"confidence" must be true or false, got {json.dumps(value)}'}
 
@@ -102,8 +105,10 @@ def test_requests_with_and_without_confidence_share_a_batch_and_keep_their_answe
         if not wanted:
             assert answer == alone  # exactly what it gets when no request asks for confidence
             continue
-        assert [[(t.text, t.score) for t in ranked] for ranked in answer] == alone
-        expected = translator.translate(request, return_confidence=True)
+        assert [[(t.text, t.score) for t in ranked] for ranked in answer] == [
+            [(t.text, t.score) for t in ranked] for ranked in alone
+        ]
+        expected = translator.translate(request, confidence=True)
         for (found,), own in zip(answer, expected):
             assert found.text == own.text and found.tokens == own.tokens
             assert found.token_probs == pytest.approx(own.token_probs, rel=1e-4, abs=1e-6)

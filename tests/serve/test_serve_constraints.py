@@ -56,15 +56,20 @@ def has(text: str, phrase: str) -> bool:
 
 
 def test_constraints_and_the_glossary_reach_the_translations(client, translator):
-    answer = client.post("/translate", json={"text": TEXTS, "constraints": CONSTRAINTS})
+    answer = client.post("/translate", json={"texts": TEXTS, "constraints": CONSTRAINTS})
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    assert body["translations"] == translator.translate(TEXTS, constraints=CONSTRAINTS)
+    assert body["translations"] == [str(t) for t in translator.translate(TEXTS, constraints=CONSTRAINTS)]
     assert has(body["translations"][0], "god") and has(body["translations"][0], "light")
     assert has(body["translations"][0], "day")  # the glossary's "beginning" -> "day"
-    assert body["constraints_met"] == [3, 0, None] and body["constraints"] == [3, 0, None]  # "": no search
+    assert body["constraints_met"] == [3, 0, None] and body["constraints_total"] == [
+        3,
+        0,
+        None,
+    ]  # "": no search
+    assert body["constraints"] == body["constraints_total"]  # the deprecated old name, for one release
     assert body["engines"] == ["torch", "torch", None]
-    detailed = client.post("/translate", json={"text": TEXTS[:1], "constraints": CONSTRAINTS[:1],
+    detailed = client.post("/translate", json={"texts": TEXTS[:1], "constraints": CONSTRAINTS[:1],
                                                "confidence": True}).json()  # fmt: skip
     assert (
         detailed["translations"][0]["constraints_met"] == 3
@@ -73,22 +78,22 @@ def test_constraints_and_the_glossary_reach_the_translations(client, translator)
 
 
 def test_avoided_phrases_stay_out(client, translator):
-    plain = client.post("/translate", json={"text": TEXTS[1:2]}).json()["translations"][0]
+    plain = client.post("/translate", json={"texts": TEXTS[1:2]}).json()["translations"][0]
     assert has(plain, "heaven")
-    answer = client.post("/translate", json={"text": TEXTS[1:2], "avoid": ["heaven"]}).json()
-    assert answer["translations"] == translator.translate(TEXTS[1:2], avoid=["heaven"])
+    answer = client.post("/translate", json={"texts": TEXTS[1:2], "avoid": ["heaven"]}).json()
+    assert answer["translations"] == [str(t) for t in translator.translate(TEXTS[1:2], avoid=["heaven"])]
     assert not has(answer["translations"][0], "heaven")
 
 
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({"text": TEXTS, "constraints": [["god"]]}, r'"constraints" must hold one list of phrases per'),
-        ({"text": TEXTS, "constraints": ["god", [], []]}, r'"constraints" of sentence 0 must be a list'),
-        ({"text": TEXTS, "avoid": "god"}, r'"avoid" must be a list of strings'),
-        ({"text": TEXTS, "constraints": [[], ["a", "b"], []], "beam_size": 1},
+        ({"texts": TEXTS, "constraints": [["god"]]}, r'"constraints" must hold one list of phrases per'),
+        ({"texts": TEXTS, "constraints": ["god", [], []]}, r'"constraints" of sentence 0 must be a list'),
+        ({"texts": TEXTS, "avoid": "god"}, r'"avoid" must be a list of strings'),
+        ({"texts": TEXTS, "constraints": [[], ["a", "b"], []], "beam_size": 1},
          r"the constraints of sentence 1: 2 phrases, more than the beam of 1"),
-        ({"text": TEXTS, "constraints": [["god", ""], [], []]}, r"sentence 0: a phrase is empty"),
+        ({"texts": TEXTS, "constraints": [["god", ""], [], []]}, r"sentence 0: a phrase is empty"),
     ],
 )  # fmt: skip
 def test_bad_constraints_are_a_422_naming_the_sentence(client, body, message):
@@ -117,10 +122,10 @@ def test_requests_with_and_without_constraints_share_a_batch_and_get_their_own_a
     finally:
         batcher.close()
     assert batcher.stats.batches == 1
-    assert [t.text for t in constrained[0]] + [t.text for t in constrained[1]] == own.translate(
-        TEXTS[:2], constraints=CONSTRAINTS[:2]
-    )
-    assert [ranked[0][0] for ranked in plain] == own.translate(TEXTS[:2])
+    alone = own.translate(TEXTS[:2], constraints=CONSTRAINTS[:2])
+    assert [t.text for t in constrained[0]] + [t.text for t in constrained[1]] == [str(t) for t in alone]
+    assert [str(ranked[0]) for ranked in plain] == [str(t) for t in own.translate(TEXTS[:2])]
+    assert all(ranked[0].constraints_total is None for ranked in plain)  # a batch-mate's constraints: not its
 
 
 JSON = {"Content-Type": "application/json"}
@@ -129,9 +134,9 @@ JSON = {"Content-Type": "application/json"}
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b'{"text": ["a", "b"], "constraints": [[], ["god", "ok \\ud800"]]}',
+        (b'{"texts": ["a", "b"], "constraints": [[], ["god", "ok \\ud800"]]}',
          '"constraints" of sentence 1: phrase 1 is not valid Unicode: a lone surrogate at character 3'),
-        (b'{"text": "a", "avoid": ["god", "\\udfff"]}',
+        (b'{"texts": "a", "avoid": ["god", "\\udfff"]}',
          '"avoid" phrase 1 is not valid Unicode: a lone surrogate at character 0'),
     ],
 )  # fmt: skip
@@ -143,12 +148,12 @@ def test_a_lone_surrogate_in_a_phrase_is_a_422_like_one_in_text(client, body, me
 @pytest.mark.parametrize(
     ("body", "status", "message"),
     [
-        ({"text": ["a", "b"], "constraints": [[], ["god"] * 3]}, 422,
+        ({"texts": ["a", "b"], "constraints": [[], ["god"] * 3]}, 422,
          '"constraints" of sentence 1 has 3 phrases; the limit is max_phrases=2'),
-        ({"text": "a", "avoid": ["x", "y", "z"]}, 422, '"avoid" has 3 phrases; the limit is max_phrases=2'),
-        ({"text": ["a"], "constraints": [["god", "light " * 2]]}, 413,
+        ({"texts": "a", "avoid": ["x", "y", "z"]}, 422, '"avoid" has 3 phrases; the limit is max_phrases=2'),
+        ({"texts": ["a"], "constraints": [["god", "light " * 2]]}, 413,
          '"constraints" of sentence 0: phrase 1 has 12 characters; the limit is max_phrase_chars=10'),
-        ({"text": "a", "avoid": ["heaven and earth"]}, 413,
+        ({"texts": "a", "avoid": ["heaven and earth"]}, 413,
          '"avoid" phrase 0 has 16 characters; the limit is max_phrase_chars=10'),
     ],
 )  # fmt: skip
@@ -161,17 +166,17 @@ def test_phrases_over_the_limits_are_refused_naming_the_setting(body, status, me
 
 def test_the_default_limits_refuse_an_oversized_phrase_before_any_search(client):
     phrase = " ".join(["god created light"] * 1000)
-    answer = client.post("/translate", json={"text": "in the beginning", "constraints": [[phrase]]})
+    answer = client.post("/translate", json={"texts": "in the beginning", "constraints": [[phrase]]})
     assert answer.status_code == 413 and "max_phrase_chars=100" in answer.json()["error"]
-    many = client.post("/translate", json={"text": "in the beginning", "avoid": ["god"] * 17})
+    many = client.post("/translate", json={"texts": "in the beginning", "avoid": ["god"] * 17})
     assert many.status_code == 422 and "max_phrases=16" in many.json()["error"]
 
 
 def test_constraint_fields_are_answered_when_the_first_text_is_empty(client, translator):
     texts, constraints = ["", TEXTS[0]], [[], ["god"]]
-    answer = client.post("/translate", json={"text": texts, "constraints": constraints})
+    answer = client.post("/translate", json={"texts": texts, "constraints": constraints})
     assert answer.status_code == 200, answer.text
-    expected = translator.translate(texts, constraints=constraints, return_confidence=True)
+    expected = translator.translate(texts, constraints=constraints, confidence=True)
     assert answer.json()["translations"] == [translation.text for translation in expected]
     assert answer.json()["constraints_met"] == [None, expected[1].constraints_met] == [None, 2]
     assert answer.json()["constraints"] == [None, 2] and answer.json()["engines"] == [None, "torch"]
@@ -197,7 +202,7 @@ def test_a_failure_the_constraints_cause_names_their_sentence(checkpoint):
 
 def test_a_phrase_holding_an_avoided_one_is_a_422_naming_both(client):
     """As the Translator and seq2seq-translate do: it could never be written."""
-    body = {"text": ["the night was good", "water and land"], "constraints": [[], ["light", "god water"]]}
+    body = {"texts": ["the night was good", "water and land"], "constraints": [[], ["light", "god water"]]}
     answer = client.post("/translate", json={**body, "avoid": ["water"]})
     assert answer.status_code == 422, answer.text
     assert answer.json()["error"] == (

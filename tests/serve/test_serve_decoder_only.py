@@ -15,6 +15,7 @@ from serving import Server
 from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_tokenizer
 
 from seq2seq import Translator
+from seq2seq.inference.confidence import nbest_json
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics
@@ -51,26 +52,30 @@ def served(request: pytest.FixtureRequest, checkpoints) -> Iterator[tuple[TestCl
 
 def test_answers_equal_the_translator(served) -> None:
     client, translator = served
-    beam = client.post("/translate", json={"text": TEXTS})
+    beam = client.post("/translate", json={"texts": TEXTS})
     assert beam.status_code == 200, beam.text
-    assert beam.json()["translations"] == translator.translate(TEXTS)
-    greedy = client.post("/translate", json={"text": TEXTS[0], "beam_size": 1}).json()
-    assert greedy["translations"] == translator.translate(TEXTS[:1], beam_size=1)
-    nbest = client.post("/translate", json={"text": TEXTS, "nbest": 3}).json()
-    expected = translator.translate(TEXTS, nbest=3, return_scores=True)
-    assert nbest["translations"] == [[text for text, _ in pairs] for pairs in expected]
-    assert nbest["scores"] == [[round(score, 4) for _, score in pairs] for pairs in expected]
+    assert beam.json()["translations"] == [str(t) for t in translator.translate(TEXTS)]
+    greedy = client.post("/translate", json={"texts": TEXTS[0], "beam_size": 1}).json()
+    assert greedy["translations"] == [str(t) for t in translator.translate(TEXTS[:1], beam_size=1)]
+    nbest = client.post("/translate", json={"texts": TEXTS, "nbest": 3}).json()
+    expected = translator.translate(TEXTS, nbest=3)
+    assert nbest["translations"] == [nbest_json(best.nbest, confidence=False) for best in expected]
+    assert nbest["scores"] == [[round(t.score, 4) for t in best.nbest] for best in expected]  # deprecated
     assert len({tuple(scores) for scores in nbest["scores"]}) == len(TEXTS)  # every text its own answer
     health = client.get("/health").json()
     assert (health["status"], health["engine"], health["step"]) == ("ok", "torch", 5)
     assert (health["source_language"], health["target_language"]) == ("en", "xx")
 
 
+@pytest.mark.slow
 def test_the_command_serves_a_decoder_only_checkpoint(checkpoints) -> None:
     server = Server(checkpoints["causal"])
     try:
-        answer = httpx.post(f"{server.url}/translate", json={"text": TEXTS}, timeout=120).json()
+        answer = httpx.post(f"{server.url}/translate", json={"texts": TEXTS}, timeout=120).json()
     finally:
         assert server.stop() == 0, server.output()[-3000:]
     translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
-    assert answer["translations"] == translator.translate(TEXTS) and answer["model"] == "causal.pt"
+    assert (
+        answer["translations"] == [str(t) for t in translator.translate(TEXTS)]
+        and answer["model"] == "causal.pt"
+    )

@@ -33,17 +33,21 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def expected(models: dict[str, Path]) -> dict[float, list[str]]:
     translator = Translator.from_checkpoint(models["plain"], options=SERVER)
     with torch.inference_mode():
-        outputs = {penalty: translator.translate(TEXTS, length_penalty=penalty) for penalty in (3.0, 1.0)}
+        outputs = {
+            penalty: [str(t) for t in translator.translate(TEXTS, length_penalty=penalty)]
+            for penalty in (3.0, 1.0)
+        }
     assert sum(a != b for a, b in zip(outputs[3.0], outputs[1.0])) >= 10  # the penalty shows in outputs
     return outputs
 
 
 def translations(server, **fields) -> list[str]:
-    response = httpx.post(f"{server.url}/translate", json={"text": TEXTS, **fields}, timeout=60)
+    response = httpx.post(f"{server.url}/translate", json={"texts": TEXTS, **fields}, timeout=60)
     assert response.status_code == 200, response.text
     return response.json()["translations"]
 
 
+@pytest.mark.slow
 def test_requests_get_the_models_own_length_penalty_unless_they_set_one(start_server, models, expected):
     server = start_server(f"checkpoint={models['tuned']}")
     assert translations(server) == expected[3.0]
@@ -54,6 +58,7 @@ def test_requests_get_the_models_own_length_penalty_unless_they_set_one(start_se
     assert "max_len_a=0.0 as given; length_penalty=3.0, the model's own (tuned on 500 dev sentences" in note
 
 
+@pytest.mark.slow
 def test_the_servers_setting_wins_over_the_models_own(start_server, models, expected):
     server = start_server(f"checkpoint={models['tuned']}", "decode.length_penalty=1.0")
     assert translations(server) == expected[1.0]
@@ -62,10 +67,11 @@ def test_the_servers_setting_wins_over_the_models_own(start_server, models, expe
     assert "length_penalty=1.0, max_len_a=0.0 as given; the model's own (length_penalty=3.0" in note
 
 
+@pytest.mark.slow
 def test_a_bad_length_penalty_is_refused(start_server):
     server = start_server("error_delay_ms=0")
     for value, shown in (("high", '"high"'), (-1, "-1"), (11, "11"), (True, "true"), (None, "null")):
-        body = {"text": "in the beginning", "length_penalty": value}
+        body = {"texts": "in the beginning", "length_penalty": value}
         response = httpx.post(f"{server.url}/translate", json=body)
         assert response.status_code == 422
         assert response.json()["error"] == f'"length_penalty" must be a number from 0 to 10, got {shown}'

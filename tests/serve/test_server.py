@@ -33,30 +33,37 @@ def cli_translations(checkpoint: Path, lines: list[str], tmp_path: Path, *overri
     return output.read_text(encoding="utf-8").split("\n")[:-1]
 
 
+@pytest.mark.slow
 def test_answers_equal_seq2seq_translate(start_server, checkpoint, tmp_path):
     server = start_server()
     lines = sentences(6, seed=1)
-    answer = httpx.post(f"{server.url}/translate", json={"text": lines}, timeout=60).json()
+    answer = httpx.post(f"{server.url}/translate", json={"texts": lines}, timeout=60).json()
     assert answer["translations"] == cli_translations(checkpoint, lines, tmp_path)
     assert answer["model"] == "model.pt" and answer["milliseconds"] > 0
-    single = httpx.post(f"{server.url}/translate", json={"text": lines[0], "beam_size": 1}, timeout=60).json()
+    single = httpx.post(
+        f"{server.url}/translate", json={"texts": lines[0], "beam_size": 1}, timeout=60
+    ).json()
     assert single["translations"] == cli_translations(checkpoint, lines[:1], tmp_path, "decode=greedy")
-    nbest = httpx.post(f"{server.url}/translate", json={"text": lines[:2], "nbest": 3}, timeout=60).json()
-    assert [len(row) for row in nbest["translations"]] == [3, 3] and len(nbest["scores"][0]) == 3
+    nbest = httpx.post(f"{server.url}/translate", json={"texts": lines[:2], "nbest": 3}, timeout=60).json()
+    assert [len(row) for row in nbest["translations"]] == [3, 3] and list(nbest["translations"][0][0]) == [
+        "translation", "score"
+    ]  # fmt: skip
+    assert nbest["scores"] == [[record["score"] for record in row] for row in nbest["translations"]]
     health = httpx.get(f"{server.url}/health").json()
     assert health == {"status": "ok", "model": "model.pt", "step": 3, "engine": "torch",
                       "source_language": "en", "target_language": "xx",
                       "api_key_required": False}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_concurrent_clients_are_batched_and_each_gets_its_own_answer(start_server, checkpoint):
     server = start_server("batch_wait_ms=20")
     clients, per_client = 32, 20
     texts = sentences(clients * per_client, seed=2)
     translator = Translator.from_checkpoint(checkpoint, options=OPTIONS)
     expected = [
-        ([text for text, _ in nbest], [round(score, 4) for _, score in nbest])
-        for nbest in translator.translate(texts, beam_size=2, nbest=2, return_scores=True)
+        ([t.text for t in best.nbest], [round(t.score, 4) for t in best.nbest])
+        for best in translator.translate(texts, beam_size=2, nbest=2)
     ]
     # A random model repeats few words, but its scores differ for every input: answers tell requests apart.
     assert len({tuple(scores) for _, scores in expected}) > 0.95 * len(set(texts))
@@ -65,11 +72,12 @@ def test_concurrent_clients_are_batched_and_each_gets_its_own_answer(start_serve
         got = []
         with httpx.Client(timeout=120) as http:
             for k in range(number * per_client, (number + 1) * per_client):
-                request = {"text": [texts[k]], "beam_size": 2, "nbest": 2}
+                request = {"texts": [texts[k]], "beam_size": 2, "nbest": 2}
                 response = http.post(f"{server.url}/translate", json=request)
                 assert response.status_code == 200, response.text
                 answer = response.json()
-                got.append((k, (answer["translations"][0], answer["scores"][0])))
+                records = answer["translations"][0]
+                got.append((k, ([r["translation"] for r in records], [r["score"] for r in records])))
         return got
 
     with ThreadPoolExecutor(clients) as pool:
@@ -85,25 +93,26 @@ def test_concurrent_clients_are_batched_and_each_gets_its_own_answer(start_serve
 BAD_REQUESTS = [
     (b"{not json", 400, "not valid JSON"),
     (json.dumps(["text"]).encode(), 422, "must be a JSON object"),
-    (json.dumps({"text": 5}).encode(), 422, '"text" must be a string or a list of strings'),
-    (json.dumps({"text": ["ok", 3]}).encode(), 422, '"text" must be a string or a list of strings'),
-    (json.dumps({"text": "ok", "speed": "fast"}).encode(), 422, "unknown field(s) speed"),
-    (json.dumps({"text": []}).encode(), 422, "must hold 1 to 4 sentences, got 0"),
-    (json.dumps({"text": ["a"] * 5}).encode(), 422, "must hold 1 to 4 sentences, got 5"),
-    (json.dumps({"text": ["a", "b" * 101]}).encode(), 413, "sentence 1 has 101 characters; the limit is 100"),
-    (json.dumps({"text": "a", "beam_size": 0}).encode(), 422, '"beam_size" must be between 1 and 8, got 0'),
-    (json.dumps({"text": "a", "beam_size": 9}).encode(), 422, '"beam_size" must be between 1 and 8, got 9'),
-    (json.dumps({"text": "a", "beam_size": "5"}).encode(), 422, '"beam_size" must be an integer, got "5"'),
-    (json.dumps({"text": "a", "beam_size": 2, "nbest": 3}).encode(), 422, '"nbest" must be between 1 and'),
-    (json.dumps({"text": "a" * 3000}).encode(), 413, "the body has"),
-    (json.dumps({"text": "a", "avoid": ["x", "y", "z"]}).encode(), 422,
+    (json.dumps({"texts": 5}).encode(), 422, '"texts" must be a string or a list of strings'),
+    (json.dumps({"texts": ["ok", 3]}).encode(), 422, '"texts" must be a string or a list of strings'),
+    (json.dumps({"texts": "ok", "speed": "fast"}).encode(), 422, "unknown field(s) speed"),
+    (json.dumps({"texts": []}).encode(), 422, "must hold 1 to 4 sentences, got 0"),
+    (json.dumps({"texts": ["a"] * 5}).encode(), 422, "must hold 1 to 4 sentences, got 5"),
+    (json.dumps({"texts": ["a", "b" * 101]}).encode(), 413, "sentence 1 has 101 characters; the limit"),
+    (json.dumps({"texts": "a", "beam_size": 0}).encode(), 422, '"beam_size" must be between 1 and 8, got 0'),
+    (json.dumps({"texts": "a", "beam_size": 9}).encode(), 422, '"beam_size" must be between 1 and 8, got 9'),
+    (json.dumps({"texts": "a", "beam_size": "5"}).encode(), 422, '"beam_size" must be an integer, got "5"'),
+    (json.dumps({"texts": "a", "beam_size": 2, "nbest": 3}).encode(), 422, '"nbest" must be between 1 and'),
+    (json.dumps({"texts": "a" * 3000}).encode(), 413, "the body has"),
+    (json.dumps({"texts": "a", "avoid": ["x", "y", "z"]}).encode(), 422,
      '"avoid" has 3 phrases; the limit is max_phrases=2'),
-    (json.dumps({"text": "a", "constraints": [["heaven and earth"]]}).encode(), 413,
+    (json.dumps({"texts": "a", "constraints": [["heaven and earth"]]}).encode(), 413,
      '"constraints" of sentence 0: phrase 0 has 16 characters; the limit is max_phrase_chars=10'),
-    (b'{"text": "a", "avoid": ["\\ud800"]}', 422, '"avoid" phrase 0 is not valid Unicode'),
+    (b'{"texts": "a", "avoid": ["\\ud800"]}', 422, '"avoid" phrase 0 is not valid Unicode'),
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_each_bad_request_gets_its_status_and_message(start_server):
     server = start_server("max_sentences=4", "max_chars=100", "max_beam_size=8", "max_body_bytes=2000",
                           "max_phrases=2", "max_phrase_chars=10")  # fmt: skip
@@ -119,15 +128,16 @@ def test_each_bad_request_gets_its_status_and_message(start_server):
     response = httpx.post(f"{server.url}/translate", content=chunked(), headers=JSON)
     assert response.status_code == 413 and "exceeds the limit of 2000 bytes" in response.json()["error"]
     assert httpx.get(f"{server.url}/health").json()["status"] == "ok"
-    assert httpx.post(f"{server.url}/translate", json={"text": "in the beginning"}).status_code == 200
+    assert httpx.post(f"{server.url}/translate", json={"texts": "in the beginning"}).status_code == 200
 
 
+@pytest.mark.slow
 def test_sigterm_lets_requests_in_flight_finish_then_exits_zero(start_server):
     server = start_server("batch_wait_ms=1500")  # requests wait in the batcher long enough to be in flight
     results: list[int] = []
 
     def request(text: str) -> None:
-        results.append(httpx.post(f"{server.url}/translate", json={"text": text}, timeout=60).status_code)
+        results.append(httpx.post(f"{server.url}/translate", json={"texts": text}, timeout=60).status_code)
 
     threads = [threading.Thread(target=request, args=(text,)) for text in sentences(4, seed=3)]
     for thread in threads:
@@ -142,11 +152,12 @@ def test_sigterm_lets_requests_in_flight_finish_then_exits_zero(start_server):
         httpx.get(f"{server.url}/health", timeout=2)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (installed by .ci/run)")
 def test_the_page_translates_in_a_real_browser(start_server, checkpoint, tmp_path):
     server = start_server()
     text = sentences(1, seed=4)[0]
-    expected = Translator.from_checkpoint(checkpoint, options=OPTIONS).translate([text])[0]
+    expected = Translator.from_checkpoint(checkpoint, options=OPTIONS).translate([text])[0].text
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=15000"]  # fmt: skip

@@ -70,17 +70,17 @@ def test_a_search_whose_only_request_timed_out_stops_and_the_next_request_is_ser
     batcher, steps = counted_batcher(checkpoint, step_s=0.1)
     app = create_app(batcher, name="model.pt", limits=Limits(), metrics=Metrics(), request_timeout_s=1.0,
                      error_delay_ms=0)  # fmt: skip
-    expected = Translator.from_checkpoint(checkpoint, options=OPTIONS).translate(TEXTS[1:])
+    expected = [str(t) for t in Translator.from_checkpoint(checkpoint, options=OPTIONS).translate(TEXTS[1:])]
     with TestClient(app) as client:
         steps.slow.set()  # 4.1 s of search, 1 s allowed
-        late = client.post("/translate", json={"text": TEXTS[0]})
+        late = client.post("/translate", json={"texts": TEXTS[0]})
         assert late.status_code == 504, late.text
         at_answer = steps.counts[-1]
         time.sleep(0.5)  # 5 more steps, were the search still running
         assert steps.counts == [pytest.approx(at_answer, abs=2)] and steps.counts[0] <= LENGTH
         assert batcher.stats.stopped_searches == 1
         steps.slow.clear()
-        answer = client.post("/translate", json={"text": TEXTS[1]})
+        answer = client.post("/translate", json={"texts": TEXTS[1]})
         assert answer.status_code == 200 and answer.json()["translations"] == expected
         assert steps.counts[1] == LENGTH + 1
         assert client.get("/stats").json()["stopped_searches"] == 1
@@ -106,4 +106,4 @@ def test_a_search_shared_with_a_request_that_still_waits_runs_to_its_end(checkpo
     steps.slow.clear()
     assert steps.counts == [LENGTH + 1] and batcher.stats.batches == 1
     assert batcher.stats.stopped_searches == 0
-    assert [ranked[0][0] for ranked in answer] == own.translate(TEXTS[1:])
+    assert [str(ranked[0]) for ranked in answer] == [str(t) for t in own.translate(TEXTS[1:])]
