@@ -4,8 +4,13 @@ prepare.py        seq2seq-prepare: build or check the corpus of a data config
 train.py          seq2seq-train: compose the config, build data/model/optimizer, train
 hydra_records.py  a training run's .hydra/ records, written once its run directory is locked
 training_data.py  the `data` config group -> what the training loop consumes
+training_setup.py what seq2seq-train and seq2seq-qe-train do before the loop: targets, family, seed, resume
 data_config.py    the `data` config group -> prepare_training_data's arguments (free of torch)
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
+translation_output.py  what seq2seq-translate writes: columns, JSON lines, Moses n-best lines, the report
+attention_output.py    alignments and attention pictures (alignment=true, attention_dir=)
+translator_config.py   a command's config -> a Translator: translate, serve, backtranslate, qe-data
+text_files.py     a command's text in and out, one line per line: a file, or - for stdin / stdout
 backtranslate.py  seq2seq-backtranslate: monolingual text + a reverse model -> synthetic parallel data
 backtranslate_dir.py  its output directory: settings fingerprint, lock, chunks saved whole, final corpus
 export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory
@@ -18,7 +23,7 @@ qe_train.py       seq2seq-qe-train: train an encoder-only QE model with the trai
 qe.py             seq2seq-qe: score translations with a QE model, one line per input line
 recipe_choice.py  which 30-minute recipe the quickstart trains, by native bf16 and the number of cores
 schemas.py        typed schemas that check config values when Hydra composes them
-renamed_keys.py   a one-line error naming the new key when an override uses a renamed one
+renamed_keys.py   renamed keys: an old key accepted for one release with a warning, or a one-line error
 resolvers.py      config resolvers for sweeps: threads per parallel job, the Optuna study's storage and seed
 launch.py         what every entry point does first: find the config tree, print a UserError as one line
 setting_checks.py checks of shared settings: device, progress bar, finite numbers

@@ -35,7 +35,8 @@ from tqdm import tqdm
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.cli import backtranslate_dir as store
 from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.setting_checks import number_setting, pick_device, progress_bar_setting
+from seq2seq.cli.setting_checks import number_setting, progress_bar_setting
+from seq2seq.cli.translator_config import translator_from_config
 from seq2seq.data.binarize import file_digest
 from seq2seq.data.corpus import check_policy, decode_line, iter_raw_lines, normalize
 from seq2seq.decode.options import SearchOptions
@@ -101,12 +102,7 @@ def _absolute(path: Any) -> Path:
 
 def load_translator(cfg: DictConfig, settings: Settings) -> Translator:
     """The reverse model, with the search of the `decode` group (one output per line)."""
-    translator = Translator.from_checkpoint(
-        settings.checkpoint, engine=str(cfg.engine), device=pick_device(str(cfg.device)),
-        precision=str(cfg.precision), quantization=str(cfg.quantization),
-        options=OmegaConf.to_container(cfg.decode), max_input_tokens=cfg.max_input_tokens,
-        long_lines=str(cfg.long_lines),
-    )  # fmt: skip
+    translator = translator_from_config(cfg, checkpoint=settings.checkpoint)
     if translator.options.nbest != 1:
         raise UserError(f"decode.nbest={translator.options.nbest}: back-translation writes one source "
                         "per line; use decode.nbest=1 (for more, rerun with other decode.seed)")  # fmt: skip

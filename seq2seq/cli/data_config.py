@@ -6,6 +6,7 @@ worker that only tokenizes should not carry PyTorch's memory.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,13 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from seq2seq.data.mixing import CorpusSpec
 from seq2seq.data.noise import NoiseSettings
 from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
+from seq2seq.data.renamed_settings import FILTER_KEYS, TRANSFORM_TARGETS, current_filter
 from seq2seq.data.vocabulary import TokenizerSettings
-from seq2seq.errors import UserError
+from seq2seq.errors import UserError, deprecation_message
 
 log = logging.getLogger(__name__)
+# `data` overrides on the command line under an old name (accepted for one release, with a warning).
+DEPRECATED_DATA_KEYS = {f"data.filter.{old}": f"data.filter.{new}" for old, new in FILTER_KEYS.items()}
 
 
 def _path(value: Any) -> Path:
@@ -41,8 +45,18 @@ def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: boo
         workers=data_cfg.get("workers"),
         progress=progress,
         tokenizer=TokenizerSettings(**OmegaConf.to_container(data_cfg.tokenizer, resolve=True)),
-        filters=FilterSettings(**OmegaConf.to_container(data_cfg.filter, resolve=True)),
+        filters=filter_settings(data_cfg.filter),
     )
+
+
+def filter_settings(filter_cfg: DictConfig) -> FilterSettings:
+    """`data.filter`, checked for unknown keys; old key names work for one release, with a warning line."""
+    settings = current_filter(OmegaConf.to_container(filter_cfg, resolve=True))
+    known = [field.name for field in dataclasses.fields(FilterSettings)]
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise UserError(f"data.filter has unknown keys {unknown}; it takes {known}")
+    return FilterSettings(**settings)
 
 
 CORPUS_KEYS = {"src", "tgt", "weight", "tag", "noise", "name"}
@@ -109,11 +123,7 @@ def transform_splits(data_cfg: DictConfig) -> list[str]:
 
 
 # Transforms whose class moved: the old `_target_` still works for one release, with a warning.
-MOVED_TRANSFORMS = {
-    "seq2seq.decode.pair_filter.TranslationScoreFilter": (
-        "seq2seq.inference.pair_filter.TranslationScoreFilter"
-    ),
-}
+MOVED_TRANSFORMS = TRANSFORM_TARGETS
 
 
 def cleaning_transforms(data_cfg: DictConfig) -> list[Any]:
@@ -126,8 +136,8 @@ def cleaning_transforms(data_cfg: DictConfig) -> list[Any]:
     for number, entry in enumerate(data_cfg.get("transforms") or []):
         target = str(entry.get("_target_", "")) if isinstance(entry, DictConfig) else ""
         if target in MOVED_TRANSFORMS:
-            log.warning("data.transforms[%d]: _target_ %s is deprecated and will stop working in the next "
-                        "release; use %s", number, target, MOVED_TRANSFORMS[target])  # fmt: skip
+            log.warning("data.transforms[%d]: %s", number, deprecation_message(
+                f"_target_ {target}", MOVED_TRANSFORMS[target]))  # fmt: skip
             target = MOVED_TRANSFORMS[target]
             entry = OmegaConf.merge(entry, {"_target_": target})
         if not target.startswith("seq2seq."):

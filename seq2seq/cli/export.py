@@ -3,7 +3,7 @@
 Either family exports with the same command: an encoder-decoder for CTranslate2's Translator, a causal
 decoder-only model for its Generator (seq2seq.export.ctranslate2 reads the family from the checkpoint).
 
-seq2seq-export checkpoint=runs/quickstart/best.pt output=exported/bible quantization=int8
+seq2seq-export checkpoint=runs/quickstart/best.pt output=exported/bible weight_format=int8
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
 from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.renamed_keys import accept_deprecated_keys
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.inference.exported import read_metadata
 
 log = logging.getLogger("seq2seq.export")
 FORMATS = ("ctranslate2",)
+RENAMED = {"quantization": "weight_format"}  # old key -> new, accepted (with a warning) for one release
 
 
 @exit_on_user_error
@@ -32,14 +34,14 @@ def export(cfg: DictConfig) -> Path:
         raise UserError(f"format={cfg.format!r} is not supported; choose {', '.join(FORMATS)}")
     checkpoint, output = Path(to_absolute_path(cfg.checkpoint)), Path(to_absolute_path(cfg.output))
     written = export_ctranslate2(
-        checkpoint, output, quantization=str(cfg.quantization), force=bool(cfg.force),
+        checkpoint, output, weight_format=str(cfg.weight_format), force=bool(cfg.force),
         shortlist=None if cfg.shortlist is None else Path(to_absolute_path(str(cfg.shortlist))),
         torch_weights=torch_weights_setting(cfg.get("torch_weights", True)),
     )  # fmt: skip
     size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
     family = read_metadata(written)["family"]  # which CTranslate2 class will run it
     log.info("exported %s (%s) to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",
-             checkpoint, family, written, cfg.quantization, size, cfg.output)  # fmt: skip
+             checkpoint, family, written, cfg.weight_format, size, cfg.output)  # fmt: skip
     return written
 
 
@@ -49,6 +51,7 @@ def torch_weights_setting(value: object) -> bool:
     return value
 
 
+@accept_deprecated_keys(RENAMED)
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="export")
 def main(cfg: DictConfig) -> None:
     export(cfg)

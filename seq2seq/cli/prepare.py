@@ -16,8 +16,9 @@ import hydra
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.data_config import prepared_corpus
+from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, prepared_corpus
 from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.renamed_keys import accept_deprecated_keys
 from seq2seq.cli.setting_checks import progress_bar_setting
 from seq2seq.data.corpus import CorpusStats, iter_parallel, open_corpus_file
 from seq2seq.errors import UserError
@@ -77,6 +78,7 @@ def _test_stats(data: DictConfig) -> dict[str, int] | None:
     return stats.as_dict()
 
 
+@accept_deprecated_keys(DEPRECATED_DATA_KEYS)
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="prepare")
 def main(cfg: DictConfig) -> None:
     log.debug("config:\n%s", OmegaConf.to_yaml(cfg))

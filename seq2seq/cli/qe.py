@@ -13,18 +13,12 @@ from omegaconf import DictConfig
 
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.setting_checks import pick_device
-from seq2seq.cli.translate import write_output
+from seq2seq.cli.text_files import output_path, read_lines, write_lines
 from seq2seq.errors import UserError
-from seq2seq.inference.text_input import clean_line, read_text_lines
+from seq2seq.inference.text_input import clean_line
 from seq2seq.qe.scorer import QualityEstimator
 
 log = logging.getLogger("seq2seq.qe")
-
-
-def _read(path: str, encoding_errors: str) -> list[str]:
-    source = path if path == "-" else hydra.utils.to_absolute_path(path)
-    return read_text_lines(source, encoding_errors=encoding_errors,
-                           fix="fix the file or pass encoding_errors=replace")  # fmt: skip
 
 
 @exit_on_user_error
@@ -33,8 +27,8 @@ def score_file(cfg: DictConfig) -> None:
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")  # fmt: skip
     if str(cfg.input) == "-" and str(cfg.hypotheses) == "-":
         raise UserError("input and hypotheses cannot both be stdin; pass at least one of them as a file")
-    sources = _read(str(cfg.input), str(cfg.encoding_errors))
-    translations = _read(str(cfg.hypotheses), str(cfg.encoding_errors))
+    sources = read_lines(str(cfg.input), str(cfg.encoding_errors))
+    translations = read_lines(str(cfg.hypotheses), str(cfg.encoding_errors))
     if len(sources) != len(translations):
         raise UserError(
             f"input={cfg.input} has {len(sources)} lines but hypotheses={cfg.hypotheses} has "
@@ -49,8 +43,7 @@ def score_file(cfg: DictConfig) -> None:
     empty = sum(score is None for score in scores)
     if empty:
         log.info("%d line(s) with an empty source or translation get an empty line", empty)
-    output = str(cfg.output) if str(cfg.output) == "-" else hydra.utils.to_absolute_path(str(cfg.output))
-    write_output(output, ["" if score is None else f"{score:.4f}" for score in scores])
+    write_lines(output_path(str(cfg.output)), ["" if score is None else f"{score:.4f}" for score in scores])
 
 
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="qe")

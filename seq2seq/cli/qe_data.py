@@ -22,16 +22,16 @@ from tqdm import tqdm
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
+from seq2seq.cli.translator_config import translator_from_config
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
-from seq2seq.inference.translator import Translator
-from seq2seq.qe.corpus import write_qe_corpus
+from seq2seq.model.families import ENCODER_DECODER, ENCODER_ONLY
+from seq2seq.qe.corpus import TOKENIZER_FILES, write_qe_corpus
 from seq2seq.qe.generate import Pass, pass_record, read_pairs, run_pass, search_options, tokenizer_digest
 from seq2seq.qe.labels import sentence_labels
 
 log = logging.getLogger("seq2seq.qe_data")
 SPLITS = ("train", "dev")
-TOKENIZER_FILES = {"src": "tokenizer.src.model", "tgt": "tokenizer.tgt.model"}
 
 
 def absolute(path: Any) -> Path:
@@ -67,8 +67,8 @@ def shared_tokenizers(passes: Sequence[Pass]) -> dict[str, Any]:
         payload = load_checkpoint(one.checkpoint)
         if "tokenizer" not in payload:
             raise UserError(f"{one.checkpoint} holds no tokenizer; pass checkpoints written by seq2seq-train")
-        family = (payload.get("model_config") or {}).get("family", "encoder_decoder")
-        if family == "encoder_only":
+        family = (payload.get("model_config") or {}).get("family", ENCODER_DECODER)
+        if family == ENCODER_ONLY:
             raise UserError(f"{one.checkpoint} is a QE model; the passes need translation checkpoints")
         payloads[one.checkpoint] = payload["tokenizer"]
     first = passes[0].checkpoint
@@ -88,8 +88,8 @@ class PassTranslator:
 
     def __call__(self, one: Pass, sources: Sequence[str]) -> list[str]:
         if one.checkpoint not in self.translators:
-            self.translators[one.checkpoint] = Translator.from_checkpoint(
-                one.checkpoint, device=self.device, precision=str(self.cfg.precision)
+            self.translators[one.checkpoint] = translator_from_config(
+                self.cfg, checkpoint=one.checkpoint, device=self.device
             )
         translator = self.translators[one.checkpoint]
         options = search_options(one.decode, seed=int(self.cfg.seed) + one.index)
@@ -158,4 +158,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["TOKENIZER_FILES", "make_qe_data", "passes_of"]
+__all__ = ["make_qe_data", "passes_of"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,24 +22,31 @@ import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
 from seq2seq.cli.hydra_records import write_hydra_records
 from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.qe_data import TOKENIZER_FILES
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
 from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
-from seq2seq.cli.train import check_targets, model_family, resume_path, seed_everything, trainer_options
+from seq2seq.cli.training_setup import (
+    check_targets,
+    model_family,
+    resume_path,
+    seed_everything,
+    trainer_options,
+)
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.model import count_parameters
-from seq2seq.qe.corpus import read_qe_corpus
+from seq2seq.model.families import ENCODER_ONLY
+from seq2seq.qe.corpus import TOKENIZER_FILES, read_qe_corpus
 from seq2seq.qe.training import QEDataset, QEValidator, qe_batch_loss, squared_error
 from seq2seq.qe.warm_start import warm_start
 from seq2seq.train.fingerprint import SAME_NUMBERS_MODEL_KEYS, settings_fingerprint
 from seq2seq.train.finish import FinishSettings
-from seq2seq.train.loop import Trainer
+from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import (
     check_resume,
@@ -97,12 +105,7 @@ def check_translation_only_settings(trainer: DictConfig) -> None:
 @exit_on_user_error
 def train_qe(cfg: DictConfig) -> float | None:
     """One QE training run; returns the best dev loss (what a sweeper minimises)."""
-    check_targets(cfg)
-    if model_family(cfg.model) != "encoder_only":
-        raise UserError(f"seq2seq-qe-train trains model=encoder_only, not {cfg.model._target_}; "
-                        "pass model=encoder_only (or a config built on it)")  # fmt: skip
-    command = CommandSettings.from_config(cfg.trainer)
-    check_translation_only_settings(cfg.trainer)
+    command = check_qe_settings(cfg)
     data_dir = Path(hydra.utils.to_absolute_path(str(cfg.data_dir)))
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = pick_device(command.device, setting="trainer.device")
@@ -117,45 +120,12 @@ def train_qe(cfg: DictConfig) -> float | None:
     fingerprint = qe_fingerprint(cfg, data_dir)
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
-    torch.manual_seed(int(cfg.seed))
-    vocab_sizes = {"src_vocab_size": src_tokenizer.vocab_size, "tgt_vocab_size": tgt_tokenizer.vocab_size}
-    model = instantiate(cfg.model, **vocab_sizes, pad_id=src_tokenizer.pad_id, _convert_="all").to(device)
-    log.info("QE model: %s parameters", f"{count_parameters(model):,}")
-    if cfg.init_from and checkpoint is None:  # a resume takes every weight from its checkpoint
-        warm_start(model, Path(hydra.utils.to_absolute_path(str(cfg.init_from))))
-    max_positions = int(model.config["max_positions"])
-    datasets = {
-        split: QEDataset.encode(
-            read_qe_corpus(data_dir / f"{split}.tsv"),
-            src_tokenizer,
-            tgt_tokenizer,
-            max_positions=max_positions,
-            name=f"{split}.tsv",
-        )
-        for split in ("train", "dev")
-    }
-    log.info("QE corpus: %d training pairs, %d dev pairs", len(datasets["train"]), len(datasets["dev"]))
-    optimizer = instantiate(cfg.optim)(model)
-    scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
-    seed_everything(int(cfg.seed))
-    pad_id = src_tokenizer.pad_id
-    progress = progress_bar_setting(command.progress_bar, setting="trainer.progress_bar")
-    reporter = Reporter(
-        log_dir=run_dir / "tensorboard", progress_bar=progress, units="pairs", perplexity=False
-    )
-    trainer = Trainer(
-        model=model, optimizer=optimizer, scheduler=scheduler, loss_fn=squared_error,
-        batches=datasets["train"].sampler(command.max_tokens, seed=int(cfg.seed), shuffle=True),
-        make_batch=lambda indices: datasets["train"].batch(indices, pad_id), validate=None,
-        reporter=reporter,
-        output_dir=run_dir, options=options, device=device, objective=qe_batch_loss,
-        checkpoint_extras={
-            "config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,
-            "tokenizer": tokenizer_payload, "fingerprint": fingerprint,
-        },
-    )  # fmt: skip
-    trainer.validate_fn = QEValidator(datasets["dev"], pad_id=pad_id, max_tokens=command.max_tokens,
-                                      device=device, precision=trainer.precision)  # fmt: skip
+    model = build_qe_model(cfg, src_tokenizer, tgt_tokenizer, device, initialise=checkpoint is None)
+    datasets = read_datasets(data_dir, src_tokenizer, tgt_tokenizer, int(model.config["max_positions"]))
+    extras = {"config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,
+              "tokenizer": tokenizer_payload, "fingerprint": fingerprint}  # fmt: skip
+    trainer = build_qe_trainer(cfg, command, model, datasets, run_dir=run_dir, device=device,
+                               options=options, checkpoint_extras=extras)  # fmt: skip
     if checkpoint is not None:
         trainer.resume_from(checkpoint, resumed)
     log.info("training a QE model in %s on %s (%s)", run_dir, device, trainer.precision)
@@ -165,6 +135,74 @@ def train_qe(cfg: DictConfig) -> float | None:
     if trainer.stopping_signal is not None:
         raise SystemExit(128 + trainer.stopping_signal)
     return state.best_loss
+
+
+def check_qe_settings(cfg: DictConfig) -> CommandSettings:
+    """The settings checked before the run directory is touched: the model must be encoder-only, and the
+    end-of-run steps of translation runs are not asked for."""
+    check_targets(cfg)
+    if model_family(cfg.model) != ENCODER_ONLY:
+        raise UserError(f"seq2seq-qe-train trains model=encoder_only, not {cfg.model._target_}; "
+                        "pass model=encoder_only (or a config built on it)")  # fmt: skip
+    command = CommandSettings.from_config(cfg.trainer)
+    check_translation_only_settings(cfg.trainer)
+    return command
+
+
+def build_qe_model(
+    cfg: DictConfig, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, device: torch.device, *,
+    initialise: bool,
+) -> nn.Module:  # fmt: skip
+    """The configured encoder-only model, sized by the tokenizers; `initialise`: take init_from's
+    weights (a resumed run takes every weight from its checkpoint instead)."""
+    torch.manual_seed(int(cfg.seed))
+    vocab_sizes = {"src_vocab_size": src_tokenizer.vocab_size, "tgt_vocab_size": tgt_tokenizer.vocab_size}
+    model = instantiate(cfg.model, **vocab_sizes, pad_id=src_tokenizer.pad_id, _convert_="all").to(device)
+    log.info("QE model: %s parameters", f"{count_parameters(model):,}")
+    if cfg.init_from and initialise:
+        warm_start(model, Path(hydra.utils.to_absolute_path(str(cfg.init_from))))
+    return model
+
+
+def read_datasets(
+    data_dir: Path, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, max_positions: int
+) -> dict[str, QEDataset]:
+    """The QE corpus's train.tsv and dev.tsv, encoded."""
+    encode = partial(QEDataset.encode, max_positions=max_positions)
+    datasets = {
+        split: encode(
+            read_qe_corpus(data_dir / f"{split}.tsv"), src_tokenizer, tgt_tokenizer, name=f"{split}.tsv"
+        )
+        for split in ("train", "dev")
+    }
+    log.info("QE corpus: %d training pairs, %d dev pairs", len(datasets["train"]), len(datasets["dev"]))
+    return datasets
+
+
+def build_qe_trainer(
+    cfg: DictConfig, command: CommandSettings, model: nn.Module, datasets: dict[str, QEDataset], *,
+    run_dir: Path, device: torch.device, options: TrainerOptions, checkpoint_extras: dict[str, Any],
+) -> Trainer:  # fmt: skip
+    """seq2seq-train's loop around the QE model: its optimizer and schedule, squared-error batches and
+    dev validation (loss, Pearson, Spearman)."""
+    optimizer = instantiate(cfg.optim)(model)
+    scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
+    seed_everything(int(cfg.seed))
+    pad_id = model.pad_id  # the tokenizers' (build_qe_model)
+    progress = progress_bar_setting(command.progress_bar, setting="trainer.progress_bar")
+    reporter = Reporter(
+        log_dir=run_dir / "tensorboard", progress_bar=progress, units="pairs", perplexity=False
+    )
+    trainer = Trainer(
+        model=model, optimizer=optimizer, scheduler=scheduler, loss_fn=squared_error,
+        batches=datasets["train"].sampler(command.max_tokens, seed=int(cfg.seed), shuffle=True),
+        make_batch=lambda indices: datasets["train"].batch(indices, pad_id), validate=None,
+        reporter=reporter, output_dir=run_dir, options=options, device=device, objective=qe_batch_loss,
+        checkpoint_extras=checkpoint_extras,
+    )  # fmt: skip
+    trainer.validate_fn = QEValidator(datasets["dev"], pad_id=pad_id, max_tokens=command.max_tokens,
+                                      device=device, precision=trainer.precision)  # fmt: skip
+    return trainer
 
 
 def write_summary(run_dir: Path, state: Any, n_params: int) -> None:

@@ -20,8 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.renamed_keys import refuse_renamed_keys
-from seq2seq.cli.setting_checks import number_setting, pick_device
-from seq2seq.cli.translate import quality_model, rerank_weight
+from seq2seq.cli.setting_checks import number_setting
+from seq2seq.cli.translator_config import rerank_weight, translator_from_config
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.glossary import Glossary
@@ -57,19 +57,15 @@ def serve(cfg: DictConfig) -> None:
     metrics = Metrics()
     decode = OmegaConf.to_container(cfg.decode)  # keys left null: the model's own tuned values, if any
     SearchOptions.from_config(decode)  # checked now, before the model loads
-    weight = rerank_weight(cfg)  # likewise
+    rerank_weight(cfg)  # likewise
     glossary = None if cfg.glossary is None else Glossary.load(to_absolute_path(str(cfg.glossary)))
 
     def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
         if settings["threads"]:
             torch.set_num_threads(settings["threads"])
-        device = pick_device(str(cfg.device))
-        translator = Translator.from_checkpoint(
-            checkpoint, engine=str(cfg.engine), device=device, precision=str(cfg.precision),
-            quantization=str(cfg.quantization), compile=cfg.compile, options=decode,
-            shortlist=None if cfg.shortlist is None else to_absolute_path(str(cfg.shortlist)),
-            max_input_tokens=settings["max_input_tokens"], long_lines=str(cfg.long_lines),
-            quality=quality_model(cfg, device), rerank_weight=weight, glossary=glossary,
+        translator = translator_from_config(
+            cfg, checkpoint=checkpoint, options=decode, max_input_tokens=settings["max_input_tokens"],
+            glossary=glossary,
         )  # fmt: skip
         translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user
         return translator

@@ -11,30 +11,37 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import random
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import hydra
-import numpy as np
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from seq2seq.cli.data_config import corpus_entries, training_corpora
+from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, corpus_entries, training_corpora
 from seq2seq.cli.hydra_records import write_hydra_records
 from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.renamed_keys import accept_deprecated_keys
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
 from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
 from seq2seq.cli.training_data import RunData, load_data
+from seq2seq.cli.training_setup import (
+    check_targets,
+    model_family,
+    resume_path,
+    seed_everything,
+    trainer_options,
+)
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
-from seq2seq.model import FAMILY_BUILDERS, check_embedding_sharing, count_parameters
+from seq2seq.model import check_embedding_sharing, count_parameters
+from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
 from seq2seq.nn.linear import bound_onednn_caches
 from seq2seq.train import distributed
 from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
@@ -53,41 +60,21 @@ from seq2seq.train.snapshots import Snapshots
 from seq2seq.train.validation import Validator
 
 log = logging.getLogger("seq2seq.train")
-ALLOWED_TARGET_PREFIXES = ("seq2seq.", "torch.")
 
 register_schemas()
 register_resolvers()  # ${seq2seq.threads_per_job:} etc. in configs/trainer and configs/sweep
 
 
-def check_targets(node: Any, path: str = "") -> None:
-    """Only seq2seq.* and torch.* may be instantiated from a config."""
-    if isinstance(node, DictConfig):
-        target = node.get("_target_") if "_target_" in node else None
-        if target is not None and not str(target).startswith(ALLOWED_TARGET_PREFIXES):
-            raise UserError(
-                f"{path or 'config'}._target_={target!r} is not allowed; "
-                f"targets must start with {' or '.join(ALLOWED_TARGET_PREFIXES)}"
-            )
-        for key in node:
-            check_targets(node[key], f"{path}.{key}" if path else str(key))
-
-
-def model_family(cfg_model: DictConfig) -> str:
-    """The family `model._target_` builds (seq2seq.model.FAMILY_BUILDERS), known before building it."""
-    builder = hydra.utils.get_method(str(cfg_model._target_))
-    return next((family for family, known in FAMILY_BUILDERS.items() if builder is known), "encoder_decoder")
-
-
 def check_family_settings(cfg: DictConfig, family: str) -> None:
     """Settings that need a family: one-line errors before any data is prepared."""
-    if family == "encoder_only":
+    if family == ENCODER_ONLY:
         raise UserError("model=encoder_only scores translations, it does not translate; train it on a "
                         "QE corpus with seq2seq-qe-train (docs/quality-estimation.md)")  # fmt: skip
-    if family == "decoder_only" and not bool(cfg.data.tokenizer.joint):
+    if family == DECODER_ONLY and not bool(cfg.data.tokenizer.joint):
         raise UserError("model=decoder_only reads source and target with one embedding; "
                         "set data.tokenizer.joint=true")  # fmt: skip
     source_weight = float(cfg.loss.get("source_weight", 0.0))
-    if source_weight and family != "decoder_only":
+    if source_weight and family != DECODER_ONLY:
         raise UserError(f"loss.source_weight={source_weight} adds a source language-model term, which only "
                         "model=decoder_only has; set loss.source_weight=0")  # fmt: skip
     if source_weight and bool(cfg.model.get("prefix_lm", False)):
@@ -118,73 +105,27 @@ def build_loss(cfg_loss: DictConfig, pad_id: int) -> TrainingLoss:
     return TrainingLoss(loss_fn, source_weight=source_weight)
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def trainer_options(cfg: DictConfig) -> TrainerOptions:
-    """The loop's settings; `precision` as configured (the Trainer resolves `auto` once, for the run)."""
-    fields = TrainerOptions.__dataclass_fields__
-    options = TrainerOptions(**{k: v for k, v in OmegaConf.to_container(cfg.trainer).items() if k in fields})
-    if options.update_freq < 1:
-        raise UserError(f"trainer.update_freq={options.update_freq} must be at least 1")
-    return options
-
-
-def resume_path(setting: str, run_dir: Path) -> Path | None:
-    if setting in ("none", "null", "false", "never"):
-        return None
-    if setting == "auto":
-        last = run_dir / "last.pt"
-        return last if last.is_file() else None
-    path = Path(hydra.utils.to_absolute_path(setting))
-    if not path.is_file():
-        raise UserError(
-            f"trainer.resume={setting}: no such checkpoint file; pass an existing .pt file or 'auto'"
-        )
-    return path
-
-
 @exit_on_user_error
 def train(cfg: DictConfig) -> float | None:
     """One training run; returns what a sweeper optimises: with averaging, the whole-dev-set BLEU of the
     checkpoint chosen to translate (the average or best.pt: seq2seq.train.finish), else the best
     validation BLEU."""
-    check_targets(cfg)
-    command = CommandSettings.from_config(cfg.trainer)
-    finish = FinishSettings.from_config(cfg.trainer)
-    finish.check(cfg.trainer)
+    command, finish, family = check_run_settings(cfg)
     bound_onednn_caches()  # bf16 autocast and validation build oneDNN primitives per batch shape
-    family = model_family(cfg.model)
-    check_family_settings(cfg, family)
-    check_embedding_sharing(
-        bool(cfg.model.get("share_embeddings", False)), joint_vocabulary=bool(cfg.data.tokenizer.joint)
-    )
-    training_corpora(cfg.data)  # their files, weights, tags and noise: checked before the run directory
     run_dir = Path(HydraConfig.get().runtime.output_dir)
-    device = pick_device(command.device, setting="trainer.device", local_rank=distributed.local_rank())
-    distributed.initialize(device)
-    if command.num_threads:
-        torch.set_num_threads(command.num_threads)
-    seed_everything(int(cfg.seed) + distributed.rank())
+    device = start_process(cfg, command)
     options = trainer_options(cfg)
     checkpoint = resume_path(command.resume, run_dir)
     if distributed.is_main():
         hold_run_directory(run_dir)  # one training process per run directory
     check_run_directory(run_dir, checkpoint, command.resume)  # before anything is written there
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=command.max_tokens, seed=int(cfg.seed),
-                     joint_sequence=family == "decoder_only")  # fmt: skip
+                     joint_sequence=family == DECODER_ONLY)  # fmt: skip
     fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     if distributed.is_main():
         write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
-    snapshots = None
-    if finish.snapshots is not None and distributed.is_main():  # weights for trainer.average_fraction
-        snapshots = Snapshots(run_dir, finish.snapshots)
-        if resumed is not None:
-            snapshots.drop_after(int(resumed.get("step", 0)))
+    snapshots = open_snapshots(run_dir, finish, resumed)
     model = build_run_model(cfg, data, device)
     loss_fn = build_loss(cfg.loss, data.corpus.pad_id)
     trainer = build_trainer(cfg, data, model, loss_fn, run_dir=run_dir, device=device, options=options,
@@ -194,23 +135,74 @@ def train(cfg: DictConfig) -> float | None:
     log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, trainer.precision,
              run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()
-    finished: dict[str, Any] = {}
-    if distributed.is_main():
-        if trainer.stopping_signal is None and trainer.validate_fn is not None:
-            finished = finish_run(
-                run_dir, model, trainer.validate_fn, finish, step=state.step,
-                dev_pairs=(len(data.corpus.dev_src_texts), int(data.corpus.stats["dev"]["pairs"])),
-            )  # fmt: skip
-        write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, finished)
-        release_run_directory(run_dir)
+    finished = finish_and_summarise(run_dir, cfg, trainer, model, data, finish, state)
     distributed.shutdown()
+    exit_if_stopped(trainer)
+    return objective(finished, state.best_bleu)
+
+
+def check_run_settings(cfg: DictConfig) -> tuple[CommandSettings, FinishSettings, str]:
+    """Every setting checked before the run directory is touched: the command's, the end of run's, the
+    model family's and the training corpora's. Returns the first two and the family."""
+    check_targets(cfg)
+    command = CommandSettings.from_config(cfg.trainer)
+    finish = FinishSettings.from_config(cfg.trainer)
+    finish.check(cfg.trainer)
+    family = model_family(cfg.model)
+    check_family_settings(cfg, family)
+    check_embedding_sharing(
+        bool(cfg.model.get("share_embeddings", False)), joint_vocabulary=bool(cfg.data.tokenizer.joint)
+    )
+    training_corpora(cfg.data)  # their files, weights, tags and noise: checked before the run directory
+    return command, finish, family
+
+
+def start_process(cfg: DictConfig, command: CommandSettings) -> torch.device:
+    """This process's device (its rank's, in a distributed run), threads and seed."""
+    device = pick_device(command.device, setting="trainer.device", local_rank=distributed.local_rank())
+    distributed.initialize(device)
+    if command.num_threads:
+        torch.set_num_threads(command.num_threads)
+    seed_everything(int(cfg.seed) + distributed.rank())
+    return device
+
+
+def open_snapshots(run_dir: Path, finish: FinishSettings, resumed: dict[str, Any] | None) -> Snapshots | None:
+    """The weights kept for trainer.average_fraction (main process only), less any after a resumed step."""
+    if finish.snapshots is None or not distributed.is_main():
+        return None
+    snapshots = Snapshots(run_dir, finish.snapshots)
+    if resumed is not None:
+        snapshots.drop_after(int(resumed.get("step", 0)))
+    return snapshots
+
+
+def finish_and_summarise(
+    run_dir: Path, cfg: DictConfig, trainer: Trainer, model: nn.Module, data: RunData,
+    finish: FinishSettings, state: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """On the main process: the end of a run that was not stopped by a signal (averaging, the final
+    choice, tuning: seq2seq.train.finish), summary.json, and the run directory released."""
+    finished: dict[str, Any] = {}
+    if not distributed.is_main():
+        return finished
+    if trainer.stopping_signal is None and trainer.validate_fn is not None:
+        finished = finish_run(
+            run_dir, model, trainer.validate_fn, finish, step=state.step,
+            dev_pairs=(len(data.corpus.dev_src_texts), int(data.corpus.stats["dev"]["pairs"])),
+        )  # fmt: skip
+    write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, finished)
+    release_run_directory(run_dir)
+    return finished
+
+
+def exit_if_stopped(trainer: Trainer) -> None:
+    """Exit as the signal that stopped training would have: a sweep stops here instead of launching its
+    next trial, and the interrupted trial's partial dev BLEU never reaches a sweeper as if it had finished."""
     if trainer.stopping_signal is not None:
-        # Exit as the signal would have: a sweep stops here instead of launching its next trial, and the
-        # interrupted trial's partial dev BLEU never reaches a sweeper as if the run had finished.
         log.info("exiting with status %d after %s; last.pt holds the run", 128 + trainer.stopping_signal,
                  trainer.stopping_signal.name)  # fmt: skip
         raise SystemExit(128 + trainer.stopping_signal)
-    return objective(finished, state.best_bleu)
 
 
 def corpus_files(data: DictConfig) -> dict[str, Path]:
@@ -283,7 +275,7 @@ def build_validator(
     precision: str,
 ) -> Validator:
     search = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
-    has_cross_attention = model_family(cfg.model) == "encoder_decoder"
+    has_cross_attention = model_family(cfg.model) == ENCODER_DECODER
     return Validator(
         dev=data.corpus.dev,
         dev_batches=data.dev_batches,
@@ -350,6 +342,7 @@ def write_summary(
     )
 
 
+@accept_deprecated_keys(DEPRECATED_DATA_KEYS)
 @hydra.main(version_base="1.3", config_path=config_dir(), config_name="train")
 def main(cfg: DictConfig) -> float | None:
     return train(cfg)

@@ -27,12 +27,10 @@ import torch
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.decode.shortlist import Shortlist
 from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
-from seq2seq.errors import UserError
+from seq2seq.errors import UserError, warn_renamed_keyword
 from seq2seq.files import temporary_path
 from seq2seq.inference.engines import import_ctranslate2
 from seq2seq.inference.exported import (
-    DECODER_ONLY,
-    ENCODER_DECODER,
     FORMAT,
     JOINT_TOKENIZER,
     METADATA_FILE,
@@ -43,9 +41,10 @@ from seq2seq.inference.exported import (
 )
 from seq2seq.inference.loading import LoadedModel, load_for_inference
 from seq2seq.model import family_of
+from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER
 from seq2seq.nn.positional import sinusoid_table
 
-QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16")
+WEIGHT_FORMATS = ("float32", "int8", "int8_float32", "bfloat16")  # CTranslate2's stored weight types
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every norm of our model uses
 
 
@@ -94,18 +93,21 @@ def export_ctranslate2(
     checkpoint: Path,
     output: Path,
     *,
-    quantization: str = "float32",
+    weight_format: str | None = None,
     force: bool = False,
     shortlist: Path | None = None,
     torch_weights: bool = True,
+    quantization: str | None = None,
 ) -> Path:
     """Write `output` (a new directory): CTranslate2's model files, our tokenizers and seq2seq.json.
+    `weight_format`: the type CTranslate2 stores the weights in (WEIGHT_FORMATS, default float32; int8:
+    about a third of the size); `quantization`: its old name, accepted (with a DeprecationWarning) until
+    the next release.
     `shortlist` (a file written by seq2seq-shortlist for this checkpoint) also writes it as CTranslate2's
     vocabulary map, vmap.txt, which the engine then uses (`use_vmap`); encoder-decoder models only.
     `torch_weights` also writes the model's weights as a seq2seq checkpoint (pytorch.pt, no optimizer
     state): sentences with constraints, which CTranslate2 cannot search, are translated on them."""
-    if quantization not in QUANTIZATIONS:
-        raise UserError(f"quantization={quantization!r} is not supported; choose {', '.join(QUANTIZATIONS)}")
+    weight_format = _weight_format(weight_format, quantization)
     loaded = load_for_inference(checkpoint, torch.device("cpu"))
     problems = unsupported_settings(loaded.model.config)
     if problems:
@@ -126,14 +128,14 @@ def export_ctranslate2(
             os.close(handle)
             write_vocabulary_map(shortlist, loaded, family, Path(vmap))
         try:
-            _SpecConverter(spec).convert(str(temporary), vmap=vmap, quantization=quantization, force=True)
+            _SpecConverter(spec).convert(str(temporary), vmap=vmap, quantization=weight_format, force=True)
         finally:
             if vmap is not None:
                 Path(vmap).unlink(missing_ok=True)
         if torch_weights:
             _write_torch_weights(checkpoint, temporary / TORCH_WEIGHTS_FILE)
         version = ctranslate2.__version__
-        _write_tokenizers_and_metadata(temporary, loaded, quantization, version, torch_weights)
+        _write_tokenizers_and_metadata(temporary, loaded, weight_format, version, torch_weights)
         if output.exists():
             shutil.rmtree(output)
         os.replace(temporary, output)
@@ -142,11 +144,26 @@ def export_ctranslate2(
     return output
 
 
+def _weight_format(weight_format: str | None, quantization: str | None) -> str:
+    """`weight_format` (default float32), or the deprecated `quantization` with one warning."""
+    if quantization is not None:
+        if weight_format is not None:
+            raise UserError("quantization= and weight_format= are the same setting; pass weight_format= only")
+        warn_renamed_keyword("quantization", "weight_format", depth=2)  # at export_ctranslate2's caller
+        weight_format = quantization
+    weight_format = "float32" if weight_format is None else weight_format
+    if weight_format not in WEIGHT_FORMATS:
+        raise UserError(
+            f"weight_format={weight_format!r} is not supported; choose {', '.join(WEIGHT_FORMATS)}"
+        )
+    return weight_format
+
+
 def write_vocabulary_map(shortlist: Path, loaded: Any, family: str, path: Path) -> None:
     """Our shortlist as CTranslate2's vocabulary map at `path`: a line per source piece, its candidate
     target pieces after a tab, and a first line with an empty source for the tokens always kept. A piece
     holding whitespace (possible only for user-defined symbols) cannot be written there and is left out."""
-    if family != "encoder_decoder":
+    if family != ENCODER_DECODER:
         raise UserError(f"shortlist= exports a vocabulary map for encoder-decoder models only, not {family}; "
                         "export this model without it")  # fmt: skip
     models = (loaded.src_tokenizer.to_bytes(), loaded.tgt_tokenizer.to_bytes())
@@ -323,7 +340,7 @@ def _write_torch_weights(checkpoint: Path, path: Path) -> None:
 
 
 def _write_tokenizers_and_metadata(
-    directory: Path, loaded: LoadedModel, quantization: str, version: str, torch_weights: bool = False
+    directory: Path, loaded: LoadedModel, weight_format: str, version: str, torch_weights: bool = False
 ) -> None:
     joint = loaded.src_tokenizer is loaded.tgt_tokenizer
     if joint:
@@ -337,14 +354,14 @@ def _write_tokenizers_and_metadata(
         "family": family_of(loaded.model.config),
         "joint": joint,
         "step": loaded.step,
-        "quantization": quantization,
+        "weight_format": weight_format,
         "max_positions": int(loaded.model.config.get("max_positions", 1024)),
         "ctranslate2": version,
         "model_config": loaded.model.config,
         "torch_weights": TORCH_WEIGHTS_FILE if torch_weights else None,
     }
-    if loaded.decoding is not None:  # the model's own tuned search settings travel with it
-        metadata[PAYLOAD_KEY] = loaded.decoding
+    if loaded.tuned_decoding is not None:  # the model's own tuned search settings travel with it
+        metadata[PAYLOAD_KEY] = loaded.tuned_decoding
     (directory / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
 
 

@@ -19,6 +19,9 @@ from seq2seq.files import atomic_output
 from seq2seq.inference.text_input import clean_line, read_text_lines
 
 log = logging.getLogger(__name__)
+# Beside a QE corpus, the translation model's tokenizers (a joint one: the source file alone), with
+# which seq2seq-qe-train's model reads; seq2seq-qe-data writes them.
+TOKENIZER_FILES = {"src": "tokenizer.src.model", "tgt": "tokenizer.tgt.model"}
 
 
 @dataclass

@@ -13,7 +13,8 @@ from omegaconf import OmegaConf
 
 from seq2seq.cli.launch import config_dir
 from seq2seq.cli.schemas import register_schemas
-from seq2seq.cli.train import build_loss, check_family_settings, check_targets, model_family
+from seq2seq.cli.train import build_loss, check_family_settings
+from seq2seq.cli.training_setup import check_targets, model_family
 from seq2seq.errors import UserError
 from seq2seq.train.schedules import ScheduledLR
 

@@ -7,11 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from commands import ENV
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "decode_and_score.sh"
 
 
+@pytest.mark.slow
 def test_scores_json_has_metrics_signatures_settings_and_speed(
     finished_run: Path, corpus: Path, tmp_path: Path
 ):
@@ -38,6 +40,7 @@ def test_scores_json_has_metrics_signatures_settings_and_speed(
     assert len(hypotheses) == 21 and hypotheses[-1] == ""
 
 
+@pytest.mark.slow
 def test_usage_without_arguments() -> None:
     result = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, check=False)
     assert result.returncode == 2 and "CHECKPOINT SOURCE REFERENCE OUT_DIR" in result.stderr

@@ -8,13 +8,14 @@ import pytest
 from commands import run_module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "expected"),
     [
         ("seq2seq.cli.translate", ["one output line per input line", "long_lines=truncate", "decode=sample"]),
         ("seq2seq.cli.train", ["model/positional: alibi, learned, rope, sinusoidal", "trainer.resume=PATH"]),
         ("seq2seq.cli.prepare", ["apt-get", "data=parallel_files"]),
-        ("seq2seq.cli.export", ["quantization=int8", "ALiBi, local windows (model.window)"]),
+        ("seq2seq.cli.export", ["weight_format=int8", "ALiBi, local windows (model.window)"]),
         ("seq2seq.cli.serve", ["POST /translate", "SIGTERM", "max_body_bytes"]),
         ("seq2seq.cli.backtranslate", ["decode=sample decode.top_k=10", "kill -9", "force=true"]),
     ],
@@ -26,6 +27,7 @@ def test_help_explains_usage_and_policies(module: str, expected: list[str], tmp_
         assert text in result.stdout, f"{text!r} missing from {module} --help"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("module", "expected"),
     [

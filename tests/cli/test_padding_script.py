@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "padding_waste.py"
 
 
+@pytest.mark.slow
 def test_script_prints_waste_per_budget(tmp_path):
     rng = random.Random(0)
     words = ["uno", "dos", "tres", "cuatro", "cinco", "seis", "siete"]

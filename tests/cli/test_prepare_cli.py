@@ -77,6 +77,7 @@ def test_tsv_recipe_writes_the_files_it_then_checks(tmp_path, monkeypatch):
     assert report["train"]["pairs"] == 2 and report["dev"]["pairs"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("files", "message"),
     [
@@ -98,6 +99,7 @@ def test_bad_input_gives_one_error_line_and_exit_code_2(tmp_path, files, message
     assert len(error_lines) == 1 and message.format(cwd=tmp_path) in error_lines[0]
 
 
+@pytest.mark.slow
 def test_missing_corpus_is_one_error_line(tmp_path):
     result = _run_cli(tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -61,6 +61,7 @@ def _run_recipe_block(tmp_path: Path, env_experiment: str | None, printed_choice
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_the_quickstart_uses_the_detected_recipe_and_says_why(tmp_path: Path) -> None:
     lines = _run_recipe_block(tmp_path, None, f"{FP32_RECIPE}\tno native bf16, 2 cores: why")
     assert lines == [
@@ -69,12 +70,14 @@ def test_the_quickstart_uses_the_detected_recipe_and_says_why(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.slow
 def test_the_quickstart_names_the_defaults_when_detection_picks_them(tmp_path: Path) -> None:
     lines = _run_recipe_block(tmp_path, None, "\tnative bf16, 2 cores: the defaults")
     assert lines[0].startswith("recipe: seq2seq-train defaults (native bf16, 2 cores")
     assert lines[1] == "EXPERIMENT=[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("given", ["tune_30min_best", ""])
 def test_an_experiment_given_overrides_the_detection(tmp_path: Path, given: str) -> None:
     lines = _run_recipe_block(tmp_path, given, f"{FP32_RECIPE}\tnot used")

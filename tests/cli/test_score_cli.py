@@ -40,6 +40,7 @@ def test_text_and_json_output(tmp_path, capsys):
     assert results["bleu"]["signature"].startswith("nrefs:2|")
 
 
+@pytest.mark.slow
 def test_console_script_reads_stdin(tmp_path):
     ref = _write(tmp_path / "ref.txt", REFS)
     done = subprocess.run(
@@ -55,6 +56,7 @@ def test_console_script_reads_stdin(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_mismatched_line_counts_exit_2_with_one_line(tmp_path):
     hyp, ref = _write(tmp_path / "hyp.txt", HYPS), _write(tmp_path / "short.txt", REFS[:2])
     done = subprocess.run([*_command(), str(hyp), str(ref)], capture_output=True, text=True, timeout=60)
@@ -99,6 +101,7 @@ def test_help_mentions_stdin_and_metrics(capsys):
     assert "- for stdin" in out and "chrf++" in out and "--json" in out
 
 
+@pytest.mark.slow
 def test_a_reader_that_closes_the_pipe_early_ends_it_quietly(tmp_path):
     hyp, ref = _write(tmp_path / "hyp.txt", HYPS), _write(tmp_path / "ref.txt", REFS)
     read_end, write_end = os.pipe()

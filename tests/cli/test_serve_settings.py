@@ -46,6 +46,7 @@ def run_serve(*overrides: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=cwd)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -110,6 +111,7 @@ def test_good_settings_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings()["api_key"] is None and settings()["cors_origins"] == []
 
 
+@pytest.mark.slow
 def test_help_names_every_server_setting(tmp_path: Path) -> None:
     result = run_serve("--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]

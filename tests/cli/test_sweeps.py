@@ -72,6 +72,7 @@ def optuna_search(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return cwd / "multirun" / "toy" / "recipe_search"
 
 
+@pytest.mark.slow
 def test_an_optuna_search_stores_its_study_and_continues_it(optuna_search: Path) -> None:
     study = load_study(optuna_search)
     assert [t.number for t in study.trials] == [0, 1, 2, 3]  # the second run added 2 trials to the first 2
@@ -89,6 +90,7 @@ def test_an_optuna_search_stores_its_study_and_continues_it(optuna_search: Path)
     assert f"best_value: {study.best_value}" in (runs[1] / "optimization_results.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_the_report_of_an_optuna_search(optuna_search: Path) -> None:
     result = report(optuna_search)
     assert result.returncode == 0, result.stderr
@@ -110,6 +112,7 @@ def test_the_report_of_an_optuna_search(optuna_search: Path) -> None:
         assert (optuna_search / picture).stat().st_size > 5000
 
 
+@pytest.mark.slow
 def test_the_report_of_an_optuna_sweep_without_its_study(optuna_search: Path, tmp_path: Path) -> None:
     first = sorted(p for p in optuna_search.iterdir() if p.is_dir())[0]
     shutil.copytree(first, tmp_path / "copy")  # jobs and optimization_results.yaml, no study.db
@@ -122,6 +125,7 @@ def test_the_report_of_an_optuna_sweep_without_its_study(optuna_search: Path, tm
     assert {"schedule.scale", "model.dropout", "loss.epsilon"} <= set(header)  # what the search varied
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("averaging", "steps"),
     [
@@ -143,6 +147,7 @@ def test_with_averaging_a_trial_is_scored_by_its_final_checkpoint(
     assert candidates["averaged.pt"]["bleu"] == summary["averaged"]["bleu"]
 
 
+@pytest.mark.slow
 def test_a_trial_with_too_few_checkpoints_is_scored_by_its_last_checkpoint(
     corpus: Path, tmp_path: Path
 ) -> None:
@@ -163,6 +168,7 @@ def enqueue(study_dir: Path, *settings: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_a_queued_trial_is_the_next_one_the_search_runs(
     optuna_search: Path, corpus: Path, tmp_path: Path
 ) -> None:
@@ -182,6 +188,7 @@ def test_a_queued_trial_is_the_next_one_the_search_runs(
     assert {f"{key}={value}" for key, value in queued.items()} <= set(overrides)  # what it trained with
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "settings, message",
     [
@@ -202,6 +209,7 @@ def test_a_trial_the_study_cannot_run_is_refused(
     assert all(t.state.name == "COMPLETE" for t in study.trials)  # nothing was queued
 
 
+@pytest.mark.slow
 def test_queueing_without_a_study_says_how_to_start_one(tmp_path: Path) -> None:
     result = enqueue(tmp_path, "schedule.scale=1")
     assert result.returncode == 2
@@ -211,6 +219,7 @@ def test_queueing_without_a_study_says_how_to_start_one(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_joblib_runs_trials_in_processes_that_share_the_cores(corpus: Path, tmp_path: Path) -> None:
     launcher = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
     search = ["-m", "+sweep=recipe_search", "hydra.sweeper.n_trials=2", "run_name=toy", *SHAPE, *launcher]
@@ -225,6 +234,7 @@ def test_joblib_runs_trials_in_processes_that_share_the_cores(corpus: Path, tmp_
     assert [s["threads"] for s in summaries] == [share, share]
 
 
+@pytest.mark.slow
 def test_a_submitit_local_job_finishes(corpus: Path, tmp_path: Path) -> None:
     sweep = ["-m", "hydra/launcher=submitit_local", f"hydra.sweep.dir={tmp_path}/sweep"]
     result = run_module("seq2seq.cli.train", *sweep, *toy_overrides(corpus), cwd=tmp_path)

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from commands import ENV, error_line, run_module
 from omegaconf import OmegaConf
@@ -22,6 +23,7 @@ def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return run_module("seq2seq.cli.train", *args, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_a_run_writes_checkpoints_logs_and_summary(finished_run: Path) -> None:
     names = {p.name for p in finished_run.iterdir()}
     assert {
@@ -43,6 +45,7 @@ def test_a_run_writes_checkpoints_logs_and_summary(finished_run: Path) -> None:
     assert payload["config"]["model"]["d_model"] == TINY["d_model"]
 
 
+@pytest.mark.slow
 def test_rerunning_the_same_command_resumes(run_dir: Path, corpus: Path, tmp_path: Path) -> None:
     result = run_train(*tiny_train_overrides(corpus, run_dir, "trainer.max_updates=6"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -51,6 +54,7 @@ def test_rerunning_the_same_command_resumes(run_dir: Path, corpus: Path, tmp_pat
     assert json.loads((run_dir / "summary.json").read_text())["updates"] == 6
 
 
+@pytest.mark.slow
 def test_corrupt_checkpoint_is_a_one_line_error(run_dir: Path, corpus: Path, tmp_path: Path) -> None:
     data = (run_dir / "last.pt").read_bytes()
     (run_dir / "last.pt").write_bytes(data[: len(data) // 2])
@@ -58,6 +62,7 @@ def test_corrupt_checkpoint_is_a_one_line_error(run_dir: Path, corpus: Path, tmp
     assert "corrupt or truncated" in line and "last.pt" in line
 
 
+@pytest.mark.slow
 def test_checkpoint_of_another_model_is_a_one_line_error(run_dir: Path, corpus: Path, tmp_path: Path) -> None:
     overrides = tiny_train_overrides(corpus, run_dir, *NARROWER)
     line = error_line(run_train(*overrides, cwd=tmp_path))
@@ -68,6 +73,7 @@ def test_checkpoint_of_another_model_is_a_one_line_error(run_dir: Path, corpus: 
     ), line
 
 
+@pytest.mark.slow
 def test_tiny_multirun_completes_and_reports(corpus: Path, tmp_path: Path) -> None:
     overrides = tiny_train_overrides(corpus, None)
     sweep = ["-m", "model/positional=sinusoidal,rope", f"hydra.sweep.dir={tmp_path}/sweep"]
@@ -87,6 +93,7 @@ def test_tiny_multirun_completes_and_reports(corpus: Path, tmp_path: Path) -> No
     assert (tmp_path / "sweep" / "report.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_sweep_saves_the_trial_and_stops_the_sweep(corpus: Path, tmp_path: Path) -> None:
     """SIGINT ends the running job cleanly (last.pt saved) and the whole multirun with status 130,
     instead of starting the next job."""
@@ -107,6 +114,7 @@ def test_ctrl_c_in_a_sweep_saves_the_trial_and_stops_the_sweep(corpus: Path, tmp
     assert "stopped by signal SIGINT" in log_file.read_text()
 
 
+@pytest.mark.slow
 def test_torchrun_two_processes_on_cpu(corpus: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "ddp"
     command = [
@@ -128,6 +136,7 @@ def test_torchrun_two_processes_on_cpu(corpus: Path, tmp_path: Path) -> None:
     assert "joined the gloo process group" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_composition_of_total_weight_zero_is_refused_before_anything_is_built(
     corpus: Path, tmp_path: Path
 ) -> None:

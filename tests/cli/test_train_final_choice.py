@@ -28,6 +28,7 @@ def snapshot_steps(run_dir: Path) -> list[int]:
     return sorted(int(p.stem.split("_")[1]) for p in run_dir.glob("snapshot_*.pt"))
 
 
+@pytest.mark.slow
 def test_the_last_fraction_is_averaged_chosen_or_not_and_tuned(corpus: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     tuning = ["trainer.tune_decoding=true", "trainer.tune_decoding_sentences=8"]
@@ -54,7 +55,7 @@ def test_the_last_fraction_is_averaged_chosen_or_not_and_tuned(corpus: Path, tmp
     decoding = summary["decoding"]
     assert decoding["checkpoint"] == final["checkpoint"] and decoding["sentences"] == 8
     assert decoding["seconds"] > 0 and decoding["beam_size"] == 5 and summary["finish_seconds"] > 0
-    stored = load_checkpoint(Path(final["checkpoint"]))["decoding"]
+    stored = load_checkpoint(Path(final["checkpoint"]))["tuned_decoding"]
     assert stored == {key: value for key, value in decoding.items() if key != "checkpoint"}
     log = result.stdout + result.stderr
     assert "decoding tuned on 8 dev sentences, beam 5" in log and f"stored in {winner}" in log
@@ -64,6 +65,7 @@ def test_the_last_fraction_is_averaged_chosen_or_not_and_tuned(corpus: Path, tmp
     assert translated.returncode == 0 and b"the model's own (" in translated.stderr
 
 
+@pytest.mark.slow
 def test_a_resumed_run_averages_what_an_uninterrupted_run_does(corpus: Path, tmp_path: Path) -> None:
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     whole.mkdir()
@@ -80,6 +82,7 @@ def test_a_resumed_run_averages_what_an_uninterrupted_run_does(corpus: Path, tmp
     assert all(torch.equal(ours[key], theirs[key]) for key in theirs)
 
 
+@pytest.mark.slow
 def test_a_new_run_is_refused_among_another_runs_snapshots(corpus: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -89,6 +92,7 @@ def test_a_new_run_is_refused_among_another_runs_snapshots(corpus: Path, tmp_pat
     assert result.returncode == 2 and "holds another run's files (snapshot_40.pt)" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("settings", "message"),
     [

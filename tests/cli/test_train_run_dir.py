@@ -46,6 +46,7 @@ def contents(directory: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("leftovers", ["tokenizer only", "whole run"])
 def test_a_run_directory_never_reuses_the_tokenizer_of_another_corpus(
     finished_run: Path, corpus: Path, tmp_path: Path, leftovers: str
@@ -66,6 +67,7 @@ def test_a_run_directory_never_reuses_the_tokenizer_of_another_corpus(
     assert (run_dir / "spm.model").read_bytes() == tokenizer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("resume", "removed"),
     [("none", []), ("none", ["last.pt", "best.pt", "checkpoint_2.pt", "checkpoint_9000.pt"]),
@@ -89,6 +91,7 @@ def test_a_fresh_run_refuses_a_directory_holding_another_runs_files(
     assert contents(run_dir) == before  # nothing deleted, nothing overwritten
 
 
+@pytest.mark.slow
 def test_resuming_a_directory_with_checkpoints_newer_than_last_pt_is_refused(
     run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
@@ -101,6 +104,7 @@ def test_resuming_a_directory_with_checkpoints_newer_than_last_pt_is_refused(
     assert contents(run_dir) == before
 
 
+@pytest.mark.slow
 def test_an_explicit_checkpoint_starts_a_run_only_in_a_directory_of_its_own(
     finished_run: Path, corpus: Path, tmp_path: Path
 ) -> None:
@@ -121,6 +125,7 @@ def test_an_explicit_checkpoint_starts_a_run_only_in_a_directory_of_its_own(
     assert [h["step"] for h in json.loads((fresh / "summary.json").read_text())["history"]] == [2, 4, 6]
 
 
+@pytest.mark.slow
 def test_resuming_with_other_model_or_data_settings_stops_naming_the_keys(
     run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
@@ -138,6 +143,7 @@ def test_resuming_with_other_model_or_data_settings_stops_naming_the_keys(
     assert contents(run_dir) == before
 
 
+@pytest.mark.slow
 def test_resuming_after_changing_budgets_and_moving_the_corpus_continues(
     finished_run: Path, run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
@@ -155,6 +161,7 @@ def test_resuming_after_changing_budgets_and_moving_the_corpus_continues(
     assert fingerprint == torch.load(finished_run / "last.pt", weights_only=True)["fingerprint"]
 
 
+@pytest.mark.slow
 def test_a_checkpoint_without_a_fingerprint_resumes_with_a_warning(
     run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:
@@ -168,6 +175,7 @@ def test_a_checkpoint_without_a_fingerprint_resumes_with_a_warning(
     assert "no settings fingerprint" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_two_processes_never_train_in_one_run_directory(corpus: Path, tmp_path: Path) -> None:
     """Item: a second training process in a directory another one trains in stops with one line naming
     the holder; the lock goes with the process that held it."""
@@ -191,6 +199,7 @@ def tree(directory: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "log_name", "overrides"),
     [("seq2seq.cli.train", "train.log", []),
@@ -217,6 +226,7 @@ def test_a_refused_second_run_changes_nothing_in_the_held_directory(
         assert tree(run_dir) == before
 
 
+@pytest.mark.slow
 def test_a_run_writes_the_records_hydra_would_have_written(corpus: Path, tmp_path: Path) -> None:
     """.hydra/ is written by the command (after the lock), with Hydra's own files and contents: here
     Hydra writes its copy to another folder beside ours."""
@@ -228,6 +238,7 @@ def test_a_run_writes_the_records_hydra_would_have_written(corpus: Path, tmp_pat
     assert set(ours) == {"config.yaml", "hydra.yaml", "overrides.yaml"} and ours == theirs
 
 
+@pytest.mark.slow
 def test_resuming_with_a_corpus_weight_added_stops_naming_it(
     run_dir: Path, corpus: Path, tmp_path: Path
 ) -> None:

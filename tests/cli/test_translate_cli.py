@@ -8,6 +8,7 @@ import pytest
 from commands import MIXED_LINES, run_module, translate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decode", ["greedy", "beam"])
 def test_line_count_is_kept_on_hostile_input(finished_run: Path, tmp_path: Path, decode: str) -> None:
     result, output = translate(finished_run, tmp_path, MIXED_LINES, None, f"decode={decode}")
@@ -18,6 +19,7 @@ def test_line_count_is_kept_on_hostile_input(finished_run: Path, tmp_path: Path,
     assert "truncated" in result.stderr  # the 5,000-word line was cut to the limit, and the log says so
 
 
+@pytest.mark.slow
 def test_each_line_is_translated_as_if_alone(finished_run: Path, tmp_path: Path) -> None:
     _, together = translate(finished_run, tmp_path, MIXED_LINES, None, "decode=greedy")
     batch = together.read_text().split("\n")
@@ -28,6 +30,7 @@ def test_each_line_is_translated_as_if_alone(finished_run: Path, tmp_path: Path)
         assert alone.read_text().split("\n")[0] == batch[index]
 
 
+@pytest.mark.slow
 def test_invalid_utf8_is_an_error_naming_the_line(finished_run: Path, tmp_path: Path) -> None:
     raw = b"the man\nthe \xff\xfe dog\nthe cat\n"
     result, output = translate(finished_run, tmp_path, None, raw)
@@ -38,6 +41,7 @@ def test_invalid_utf8_is_an_error_naming_the_line(finished_run: Path, tmp_path: 
     assert result.returncode == 0 and len(output.read_text().split("\n")) == 4
 
 
+@pytest.mark.slow
 def test_long_line_policies(finished_run: Path, tmp_path: Path) -> None:
     lines = ["the man", " ".join(["the dog sees the cat"] * 40), "the king"]
     result, _ = translate(finished_run, tmp_path, lines, None, "long_lines=error")
@@ -46,6 +50,7 @@ def test_long_line_policies(finished_run: Path, tmp_path: Path) -> None:
     assert result.returncode == 0 and len(output.read_text().split("\n")) == 4
 
 
+@pytest.mark.slow
 def test_nbest_scores_alignment_and_pictures(finished_run: Path, tmp_path: Path) -> None:
     lines = ["the man sees the dog", "a cat"]
     result, output = translate(finished_run, tmp_path, lines, None, "decode=beam", "decode.nbest=3")
@@ -66,6 +71,7 @@ def test_nbest_scores_alignment_and_pictures(finished_run: Path, tmp_path: Path)
     assert sorted(p.name for p in pictures.glob("*.png")) == ["000001.png", "000002.png"]
 
 
+@pytest.mark.slow
 def test_sampling_is_reproducible_and_seeded(finished_run: Path, tmp_path: Path) -> None:
     lines = ["the man sees the dog", "", "a woman finds the house"] * 3
     outputs = {}
@@ -82,6 +88,7 @@ def test_sampling_is_reproducible_and_seeded(finished_run: Path, tmp_path: Path)
     assert outputs["first"] != outputs["other"]  # at temperature 3 another seed samples differently
 
 
+@pytest.mark.slow
 def test_wrong_decode_value_is_one_error_line(finished_run: Path, tmp_path: Path) -> None:
     result, output = translate(finished_run, tmp_path, ["the man"], None, "decode=sample", "decode.seed=abc")
     assert result.returncode == 2 and "Traceback" not in result.stderr and not output.exists()
@@ -89,6 +96,7 @@ def test_wrong_decode_value_is_one_error_line(finished_run: Path, tmp_path: Path
     assert last_line == "error: decode.seed='abc' must be int; e.g. decode.seed=0"
 
 
+@pytest.mark.slow
 def test_stdin_to_stdout(finished_run: Path, tmp_path: Path) -> None:
     result = run_module(
         "seq2seq.cli.translate",
@@ -101,6 +109,7 @@ def test_stdin_to_stdout(finished_run: Path, tmp_path: Path) -> None:
     assert result.stdout.decode().count("\n") == 3
 
 
+@pytest.mark.slow
 def test_missing_or_corrupt_checkpoint(tmp_path: Path) -> None:
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
     for name, expected in (("missing.pt", "does not exist"), ("bad.pt", "corrupt or truncated")):

@@ -1,6 +1,6 @@
 """seq2seq-translate confidence=true: the confidence column (tsv: after the translation and the score,
 before the alignment) and the JSON lines (confidence_format=jsonl) hold the Translator's own values
-(translate(..., return_confidence=True)), one output line per input line whatever the input (empty
+(translate(..., confidence=True)), one output line per input line whatever the input (empty
 lines, lines split into pieces), for single-best and n-best output; bad settings are one-line errors.
 
 Most runs call the command's function in this process on the config Hydra composes (a subprocess costs
@@ -69,7 +69,7 @@ def test_tsv_puts_the_confidence_after_the_translation(checkpoint, translator, t
     code, stderr, output = run_translate(checkpoint, tmp_path, f"decode={decode}", "confidence=true")
     assert code == 0, stderr[-2000:]
     beam_size = 1 if decode == "greedy" else None
-    expected = translator.translate(LINES, beam_size=beam_size, return_confidence=True)
+    expected = translator.translate(LINES, beam_size=beam_size, confidence=True)
     assert output == [
         f"{t.text}\t{t.confidence:.4f}" if line.strip() else "" for line, t in zip(LINES, expected)
     ]
@@ -83,7 +83,7 @@ def test_tsv_column_order_score_confidence_alignment(checkpoint, translator, tmp
         checkpoint, tmp_path, "confidence=true", "scores=true", "alignment=true"
     )
     assert code == 0, stderr[-2000:]
-    expected = translator.translate(LINES, return_confidence=True)
+    expected = translator.translate(LINES, confidence=True)
     for line, given, translation in zip(output, LINES, expected):
         if not given.strip():
             assert line == ""
@@ -102,7 +102,7 @@ def test_jsonl_holds_the_translators_values(checkpoint, translator, tmp_path):
     assert code == 0, stderr[-2000:]
     assert len(output) == len(LINES)
     records = [json.loads(line) for line in output]
-    expected = translator.translate(LINES, return_confidence=True)
+    expected = translator.translate(LINES, confidence=True)
     assert records == [record(t) for t in expected]
     for line, given, found in zip(output, LINES, records):
         assert list(found) == ["translation", "confidence", "mean_log_prob", "tokens", "token_probs"]
@@ -124,11 +124,11 @@ def test_nbest_jsonl_and_tsv(checkpoint, translator, tmp_path):
         checkpoint, tmp_path, "decode.nbest=3", "confidence=true", "confidence_format=jsonl"
     )
     assert code == 0, stderr[-2000:]
-    expected = translator.translate(LINES, nbest=3, return_confidence=True)
+    expected = [t.nbest for t in translator.translate(LINES, nbest=3, confidence=True)]
     assert len(output) == len(LINES)
-    assert [json.loads(line) for line in output] == [
-        {"nbest": [{**record(t), "score": round(t.score, 4) if line.strip() else None} for t in ranked]}
-        for line, ranked in zip(LINES, expected)
+    assert [json.loads(line) for line in output] == [  # per line, the list of its n-best records, best first
+        [{**record(t), "score": round(t.score, 4) if line.strip() else None} for t in ranked]
+        for ranked, line in zip(expected, LINES)  # an empty line was not searched: score null
     ]
     code, stderr, moses = run_translate(checkpoint, tmp_path, "decode.nbest=3", "confidence=true")
     assert code == 0, stderr[-2000:]
@@ -149,7 +149,7 @@ def test_split_lines_keep_one_line_each(checkpoint, translator, tmp_path):
     )
     assert code == 0, stderr[-2000:]
     split = Translator.from_checkpoint(checkpoint, options=OPTIONS, max_input_tokens=16, long_lines="split")
-    expected = split.translate(lines, beam_size=1, return_confidence=True)
+    expected = split.translate(lines, beam_size=1, confidence=True)
     records = [json.loads(line) for line in output]
     assert records == [record(t) for t in expected]
     assert records[1]["tokens"].count("</s>") > 1 and records[0]["tokens"].count("</s>") == 1
@@ -186,6 +186,7 @@ def test_bad_settings_are_one_line_errors(checkpoint, tmp_path, setting, message
     assert errors == [f"error: {message}"] and "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_the_command_as_a_user_runs_it(checkpoint, translator, tmp_path):
     stdin = "".join(line + "\n" for line in LINES).encode()
     settings = [*SHORT, "confidence=true", "confidence_format=jsonl", "quiet=true"]
@@ -195,7 +196,7 @@ def test_the_command_as_a_user_runs_it(checkpoint, translator, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.decode("utf-8").split("\n")[:-1]
     assert [json.loads(line) for line in lines] == [
-        record(t) for t in translator.translate(LINES, return_confidence=True)
+        record(t) for t in translator.translate(LINES, confidence=True)
     ]
     refused = run_module("seq2seq.cli.translate", f"checkpoint={checkpoint}", "confidence=2", cwd=tmp_path)
     assert "confidence=2 must be true or false" in error_line(refused)

@@ -27,6 +27,7 @@ from seq2seq import Translator
 from seq2seq.cli.launch import config_dir
 from seq2seq.cli.translate import translate
 from seq2seq.errors import UserError
+from seq2seq.inference.confidence import Translation
 
 LINES = [*sentences(5, seed=1), ""]  # the empty line stays an empty output line
 OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}  # the Translator's side of SHORT
@@ -76,9 +77,9 @@ def run_translate(
     return code, stderr.getvalue(), written
 
 
-def scored_lines(pairs: list[tuple[str, float]], lines: list[str] = LINES) -> list[str]:
+def scored_lines(translations: list[Translation], lines: list[str] = LINES) -> list[str]:
     """What the command writes with scores=true: "text<TAB>score", or "" for an empty input line."""
-    return [f"{text}\t{score:.4f}" if line.strip() else "" for line, (text, score) in zip(lines, pairs)]
+    return [f"{t.text}\t{t.score:.4f}" if line.strip() else "" for line, t in zip(lines, translations)]
 
 
 @pytest.mark.parametrize("decode", ["greedy", "beam"])
@@ -88,7 +89,7 @@ def test_greedy_and_beam_equal_the_translator(checkpoints, tmp_path: Path, famil
     assert code == 0, stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints[family], options=OPTIONS)
     beam_size = 1 if decode == "greedy" else None  # None: the Translator's beam 5, as decode=beam
-    assert output == scored_lines(translator.translate(LINES, beam_size=beam_size, return_scores=True))
+    assert output == scored_lines(translator.translate(LINES, beam_size=beam_size, scores=True))
     assert len(set(output)) == len(output)  # every input its own score: the comparison tells them apart
 
 
@@ -126,6 +127,7 @@ def test_the_input_limit_leaves_the_model_room_to_answer(checkpoints) -> None:
     assert Translator.from_checkpoint(checkpoints["encoder_decoder"]).max_input_tokens == 127  # as before
 
 
+@pytest.mark.slow
 def test_the_command_as_a_user_runs_it(checkpoints, tmp_path: Path) -> None:
     source, output = tmp_path / "input.txt", tmp_path / "output.txt"
     source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
@@ -133,7 +135,7 @@ def test_the_command_as_a_user_runs_it(checkpoints, tmp_path: Path) -> None:
                         f"output={output}", *SHORT, "scores=true", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
-    expected = scored_lines(translator.translate(LINES, return_scores=True))
+    expected = scored_lines(translator.translate(LINES, scores=True))
     assert output.read_text(encoding="utf-8").split("\n")[:-1] == expected
 
 
@@ -141,14 +143,14 @@ def test_nbest_lists_equal_the_translator(checkpoints, tmp_path: Path) -> None:
     code, stderr, output = run_translate(checkpoints["causal"], tmp_path, "decode.nbest=3")
     assert code == 0, stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
-    nbest = translator.translate(LINES, nbest=3, return_scores=True)
+    nbest = [t.nbest for t in translator.translate(LINES, nbest=3, scores=True)]
     expected = [
-        f"{index} ||| {text} ||| {score:.4f}" for index, pairs in enumerate(nbest) for text, score in pairs
+        f"{index} ||| {t.text} ||| {t.score:.4f}" for index, ranked in enumerate(nbest) for t in ranked
     ]
     assert output == expected
     assert [line.split(" ||| ")[0] for line in output] == [str(i) for i in range(5) for _ in range(3)] + ["5"]
     for index in range(5):
-        scores = [score for _, score in nbest[index]]
+        scores = [t.score for t in nbest[index]]
         assert scores == sorted(scores, reverse=True) and len(set(scores)) == 3
 
 
@@ -175,22 +177,42 @@ def test_seeded_sampling_equals_the_translator(checkpoints, tmp_path: Path) -> N
     assert code == 0, stderr[-2000:]
     options = {**OPTIONS, "beam_size": 1, "sampling": True, "temperature": 2.0, "seed": 7}
     translator = Translator.from_checkpoint(checkpoints["flat"], options=options)
-    assert output == scored_lines(translator.translate(LINES, return_scores=True))
+    assert output == scored_lines(translator.translate(LINES, scores=True))
     other_seed = translator.translate(LINES, options=translator.options.replace(seed=8))
-    assert [line.split("\t")[0] for line in output] != other_seed  # the seed decides the samples
+    assert [line.split("\t")[0] for line in output] != [
+        t.text for t in other_seed
+    ]  # the seed decides the samples
 
 
 def test_forced_prefixes_start_the_outputs(checkpoints, tmp_path: Path) -> None:
     prefixes = ["in the", "", "god created", "", "water", ""]
     prefix_file = tmp_path / "prefixes.txt"
     prefix_file.write_text("".join(prefix + "\n" for prefix in prefixes), encoding="utf-8")
-    code, stderr, output = run_translate(checkpoints["causal"], tmp_path, f"prefix={prefix_file}")
+    code, stderr, output = run_translate(checkpoints["causal"], tmp_path, f"prefixes={prefix_file}")
     assert code == 0, stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
-    assert output == translator.translate(LINES, prefixes=prefixes)
+    assert output == [t.text for t in translator.translate(LINES, prefixes=prefixes)]
     assert all(line.startswith(prefix) for line, prefix in zip(output, prefixes))
-    unforced = translator.translate(LINES)
+    unforced = [t.text for t in translator.translate(LINES)]
     assert all(output[i] != unforced[i] for i in (0, 2, 4)) and output[1] == unforced[1]
+
+
+@pytest.mark.slow
+def test_the_deprecated_prefix_key_still_works_with_one_warning(checkpoints, tmp_path: Path) -> None:
+    prefixes = ["in the", "", "god created", "", "water", ""]
+    source, output, prefix_file = tmp_path / "input.txt", tmp_path / "output.txt", tmp_path / "prefixes.txt"
+    source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    prefix_file.write_text("".join(prefix + "\n" for prefix in prefixes), encoding="utf-8")
+    settings = [checkpoint_setting(checkpoints["causal"]), f"input={source}", f"output={output}", *SHORT]
+    settings += [f"prefix={prefix_file}", "quiet=true"]
+    result = run_module("seq2seq.cli.translate", *settings, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
+    assert output.read_text(encoding="utf-8").split("\n")[:-1] == [
+        t.text for t in translator.translate(LINES, prefixes=prefixes)
+    ]
+    warnings = [line for line in result.stderr.splitlines() if "deprecated" in line]
+    assert warnings == ["prefix is deprecated and will stop working in the next release; use prefixes"]
 
 
 def test_an_ensemble_of_a_causal_and_a_prefix_lm_model(checkpoints, tmp_path: Path) -> None:
@@ -198,12 +220,13 @@ def test_an_ensemble_of_a_causal_and_a_prefix_lm_model(checkpoints, tmp_path: Pa
     code, stderr, output = run_translate(pair, tmp_path, "scores=true")
     assert code == 0, stderr[-2000:]
     ensemble = Translator.from_checkpoint(pair, options=OPTIONS)
-    assert output == scored_lines(ensemble.translate(LINES, return_scores=True))
+    assert output == scored_lines(ensemble.translate(LINES, scores=True))
     for member in pair:  # both models count: the ensemble scores like neither alone
-        alone = Translator.from_checkpoint(member, options=OPTIONS).translate(LINES, return_scores=True)
+        alone = Translator.from_checkpoint(member, options=OPTIONS).translate(LINES, scores=True)
         assert all(a != b for a, b in zip(output[:5], scored_lines(alone)))
 
 
+@pytest.mark.slow
 def test_an_ensemble_of_two_families_is_one_error_line(checkpoints, tmp_path: Path) -> None:
     mixed = [checkpoints["causal"], checkpoints["encoder_decoder"]]
     source, output = tmp_path / "input.txt", tmp_path / "output.txt"

@@ -30,11 +30,16 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+def texts(translator: Translator, **settings: float) -> list[str]:
+    """The translations of TEXTS, as text."""
+    return [t.text for t in translator.translate(TEXTS, **settings)]
+
+
 @pytest.fixture(scope="module")
 def expected(models: dict[str, Path]) -> dict[float, list[str]]:
     """Translations with length_penalty 3.0 (the model's own) and 1.0 (the built-in default)."""
     plain = Translator.from_checkpoint(models["plain"], options=OWN)
-    outputs = {penalty: plain.translate(TEXTS, length_penalty=penalty) for penalty in (3.0, 1.0)}
+    outputs = {penalty: texts(plain, length_penalty=penalty) for penalty in (3.0, 1.0)}
     assert sum(a != b for a, b in zip(outputs[3.0], outputs[1.0])) >= 10  # the penalty shows in outputs
     return outputs
 
@@ -42,21 +47,21 @@ def expected(models: dict[str, Path]) -> dict[float, list[str]]:
 def test_the_translator_uses_the_models_own_settings(models: dict[str, Path], expected, caplog) -> None:
     with caplog.at_level("INFO", logger="seq2seq.inference.translator"):
         translator = Translator.from_checkpoint(models["tuned"])
-    assert translator.options == OWN and translator.translate(TEXTS) == expected[3.0]
+    assert translator.options == OWN and texts(translator) == expected[3.0]
     (note,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("decoding:")]
     assert note == (
         "decoding: length_penalty=3.0, max_len_a=0.5, the model's own (tuned on 500 dev sentences with "
         f"beam 5: 22.4 vs 20.5 BLEU with length_penalty=1.0, max_len_a=1.2; stored in {models['tuned']})"
     )
     plain = Translator.from_checkpoint(models["plain"])
-    assert plain.options == DEFAULT_OPTIONS and plain.translate(TEXTS) == expected[1.0]
+    assert plain.options == DEFAULT_OPTIONS and texts(plain) == expected[1.0]
 
 
 def test_settings_given_in_python_win(models: dict[str, Path], expected) -> None:
     tuned = Translator.from_checkpoint(models["tuned"])
-    assert tuned.translate(TEXTS, length_penalty=1.0) == expected[1.0]  # an argument of translate()
+    assert texts(tuned, length_penalty=1.0) == expected[1.0]  # an argument of translate()
     explicit = Translator.from_checkpoint(models["tuned"], options=SearchOptions(beam_size=5))
-    assert explicit.options == DEFAULT_OPTIONS and explicit.translate(TEXTS) == expected[1.0]
+    assert explicit.options == DEFAULT_OPTIONS and texts(explicit) == expected[1.0]
     # A mapping like the decode config: what it sets wins, what it leaves null or out is the model's own.
     mapping = Translator.from_checkpoint(models["tuned"], options={"length_penalty": None, "max_len_a": 2.0})
     assert mapping.options == OWN.replace(max_len_a=2.0)
@@ -74,7 +79,7 @@ def test_an_ensemble_uses_its_first_models_settings(models: dict[str, Path], cap
 
 def test_damaged_settings_are_a_one_line_error(models: dict[str, Path], tmp_path: Path) -> None:
     payload = load_checkpoint(models["tuned"])
-    payload["decoding"] = {**TUNED, "values": {"length_penalty": "long"}}
+    payload["tuned_decoding"] = {**TUNED, "values": {"length_penalty": "long"}}
     save_checkpoint(tmp_path / "damaged.pt", payload)
     with pytest.raises(UserError, match="stored decoding setting length_penalty='long' must be float"):
         Translator.from_checkpoint(tmp_path / "damaged.pt")
@@ -90,6 +95,7 @@ def translate_cli(checkpoint: Path, tmp_path: Path, *args: str) -> tuple[list[st
     return output.read_text(encoding="utf-8").splitlines(), note, json.loads(report.read_text())["decode"]
 
 
+@pytest.mark.slow
 def test_seq2seq_translate_uses_them_unless_a_key_is_given(models: dict[str, Path], expected, tmp_path):
     lines, note, decode = translate_cli(models["tuned"], tmp_path)
     assert lines == expected[3.0] and decode == dataclasses.asdict(OWN)
@@ -103,6 +109,7 @@ def test_seq2seq_translate_uses_them_unless_a_key_is_given(models: dict[str, Pat
     assert lines == expected[1.0] and "the built-in defaults" in note and "holds no tuned values" in note
 
 
+@pytest.mark.slow
 def test_an_exported_model_carries_and_uses_them(models: dict[str, Path], tmp_path: Path, caplog) -> None:
     pytest.importorskip("ctranslate2", reason="needs the export extra: pip install '.[export]'")
     exported = tmp_path / "exported"
@@ -110,7 +117,7 @@ def test_an_exported_model_carries_and_uses_them(models: dict[str, Path], tmp_pa
         "seq2seq.cli.export", f"checkpoint={models['tuned']}", f"output={exported}", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads((exported / "seq2seq.json").read_text())["decoding"] == TUNED
+    assert json.loads((exported / "seq2seq.json").read_text())["tuned_decoding"] == TUNED
     with caplog.at_level("INFO", logger="seq2seq.inference.translator"):
         translator = Translator.from_checkpoint(exported)
         given = Translator.from_checkpoint(exported, options={"length_penalty": 1.5})

@@ -3,6 +3,7 @@ our logits to 1e-4; every unsupported setting is a one-line error that writes no
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokeni
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
-from seq2seq.export.ctranslate2 import export_ctranslate2
+from seq2seq.export.ctranslate2 import METADATA_FILE, export_ctranslate2
 from seq2seq.inference.translator import Translator
 
 ctranslate2 = pytest.importorskip(
@@ -58,7 +59,7 @@ def test_float32_export_gives_our_greedy_output_and_logits(tmp_path, tokenizer, 
     theirs = Translator.from_checkpoint(exported, options=GREEDY)
     assert theirs.engine.name == "ctranslate2" and theirs.step == 7
     texts = sentences(36, seed=1, words=(1, 10))
-    assert ours.translate(texts) == theirs.translate(texts)
+    assert [t.text for t in ours.translate(texts)] == [t.text for t in theirs.translate(texts)]
     source = ours.encode(texts[:4]).sources
     our_tokens = [nbest[0].tokens for nbest in ours.search(source)]
     assert our_tokens == [nbest[0].tokens for nbest in theirs.search(source)]
@@ -89,11 +90,23 @@ def assert_first_step_logits_match(ours: Translator, exported: Path, sources: li
 def test_int8_export_translates_and_is_smaller(tmp_path, tokenizer):
     checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
     full = export_ctranslate2(checkpoint, tmp_path / "fp32")
-    small = export_ctranslate2(checkpoint, tmp_path / "int8", quantization="int8")
+    small = export_ctranslate2(checkpoint, tmp_path / "int8", weight_format="int8")
     assert (small / "model.bin").stat().st_size < 0.6 * (full / "model.bin").stat().st_size
     texts = sentences(12, seed=2, words=(1, 10))
     outputs = Translator.from_checkpoint(small, options=GREEDY).translate(texts)
-    assert len(outputs) == 12 and all(isinstance(text, str) for text in outputs)
+    assert len(outputs) == 12 and all(isinstance(t.text, str) for t in outputs)
+
+
+def test_the_deprecated_quantization_keyword_still_works_with_one_warning(tmp_path, tokenizer):
+    checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
+    with pytest.warns(DeprecationWarning) as caught:
+        written = export_ctranslate2(checkpoint, tmp_path / "int8", quantization="int8")
+    assert [str(w.message) for w in caught] == [
+        "quantization is deprecated and will stop working in the next release; use weight_format"
+    ]
+    assert json.loads((written / METADATA_FILE).read_text())["weight_format"] == "int8"
+    with pytest.raises(UserError, match="pass weight_format= only"):
+        export_ctranslate2(checkpoint, tmp_path / "both", weight_format="int8", quantization="int8")
 
 
 @pytest.mark.parametrize(
@@ -121,5 +134,5 @@ def test_existing_output_is_kept_unless_forced(tmp_path, tokenizer):
     assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
     export_ctranslate2(checkpoint, tmp_path / "out", force=True)
     assert (tmp_path / "out" / "model.bin").is_file() and not (tmp_path / "out" / "keep.txt").exists()
-    with pytest.raises(UserError, match="quantization='int4' is not supported"):
-        export_ctranslate2(checkpoint, tmp_path / "other", quantization="int4")
+    with pytest.raises(UserError, match="weight_format='int4' is not supported"):
+        export_ctranslate2(checkpoint, tmp_path / "other", weight_format="int4")

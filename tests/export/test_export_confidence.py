@@ -54,8 +54,8 @@ def assert_same_confidence(ours, theirs) -> None:
 def test_greedy_confidences_equal_ours(engines):
     ours, theirs = engines
     assert theirs.engine.name == "ctranslate2"
-    mine = ours.translate(TEXTS, return_confidence=True, beam_size=1)
-    exported = theirs.translate(TEXTS, return_confidence=True, options=GREEDY)
+    mine = ours.translate(TEXTS, confidence=True, beam_size=1)
+    exported = theirs.translate(TEXTS, confidence=True, options=GREEDY)
     for own, other in zip(mine, exported):
         assert_same_confidence(own, other)
     assert any(t.tokens and t.tokens[-1] == "</s>" and len(t.tokens) == 13 for t in exported)  # at the limit
@@ -65,8 +65,8 @@ def test_greedy_confidences_equal_ours(engines):
 def test_forced_prefix_tokens_keep_their_model_probability(engines, tokenizer):
     ours, theirs = engines
     for text, prefix in zip(TEXTS, ["god created", "in the", "light was"]):  # one at a time: one limit each
-        own = ours.translate([text], prefixes=[prefix], beam_size=1, return_confidence=True)[0]
-        other = theirs.translate([text], prefixes=[prefix], options=GREEDY, return_confidence=True)[0]
+        own = ours.translate([text], prefixes=[prefix], beam_size=1, confidence=True)[0]
+        other = theirs.translate([text], prefixes=[prefix], options=GREEDY, confidence=True)[0]
         assert_same_confidence(own, other)
         assert other.tokens[: len(tokenizer.encode(prefix))] == tokenizer.pieces(prefix)
 

@@ -47,11 +47,11 @@ def test_constrained_sentences_go_to_our_engine_on_the_kept_weights(exported):
     ours = Translator.from_checkpoint(checkpoint, options=OPTIONS)
     theirs = Translator.from_checkpoint(directory, options=OPTIONS)
     assert theirs.engine.name == "ctranslate2"
-    found = theirs.translate(TEXTS, constraints=CONSTRAINTS, return_confidence=True)
+    found = theirs.translate(TEXTS, constraints=CONSTRAINTS, confidence=True)
     assert [t.engine for t in found] == ["torch", "ctranslate2", "torch", None]
-    mine = ours.translate(TEXTS, constraints=CONSTRAINTS, return_confidence=True)
+    mine = ours.translate(TEXTS, constraints=CONSTRAINTS, confidence=True)
     assert [found[i].text for i in (0, 2)] == [mine[i].text for i in (0, 2)]
-    assert found[1].text == theirs.translate(TEXTS[1:2])[0]  # CTranslate2's own output
+    assert found[1].text == theirs.translate(TEXTS[1:2])[0].text  # CTranslate2's own output
     assert [t.constraints_met for t in found] == [2, None, 1, None]
     assert has(found[0].text, "god") and has(found[0].text, "light") and has(found[2].text, "day")
 
@@ -59,8 +59,8 @@ def test_constrained_sentences_go_to_our_engine_on_the_kept_weights(exported):
 def test_avoided_phrases_are_suppressed_in_ctranslate2(exported):
     _, directory, _ = exported
     theirs = Translator.from_checkpoint(directory, options=OPTIONS)
-    word = theirs.translate(TEXTS[1:2])[0].split()[0]  # a whole word ("good") it repeats
-    assert not has(theirs.translate(TEXTS[1:2], avoid=[word])[0], word)
+    word = theirs.translate(TEXTS[1:2])[0].text.split()[0]  # a whole word ("good") it repeats
+    assert not has(theirs.translate(TEXTS[1:2], avoid=[word])[0].text, word)
 
 
 def test_an_export_without_pytorch_weights_refuses_only_constraints(exported):

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from commands import run_module
 from omegaconf import OmegaConf
 from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_tokenizer
 
@@ -87,7 +88,7 @@ def test_float32_export_gives_our_greedy_output_and_log_probs(tmp_path, tokenize
     theirs = Translator.from_checkpoint(exported, engine="ctranslate2", options=GREEDY)
     assert theirs.engine.name == "ctranslate2" and theirs.step == 7
     assert [nbest[0].tokens for nbest in theirs.search(sources)] == our_tokens
-    assert theirs.translate(texts) == [ours.detokenize(tokens) for tokens in our_tokens]
+    assert [t.text for t in theirs.translate(texts)] == [ours.detokenize(tokens) for tokens in our_tokens]
     assert_log_probs_match(ours.model, generator, tokenizer, sources[:3], our_tokens[:3])
 
 
@@ -153,7 +154,7 @@ def test_the_exported_model_has_our_input_limit_and_answers_its_longest_lines(sh
     ours, theirs = short_model
     assert theirs.max_input_tokens == ours.max_input_tokens == 11  # 11 + eos + tag + 11 outputs = 24
     line = " ".join(["god"] * 40)  # longer than the limit: truncated to it, with room left to answer
-    assert theirs.translate([line], beam_size=1) == ours.translate([line], beam_size=1)
+    assert theirs.translate([line], beam_size=1)[0].text == ours.translate([line], beam_size=1)[0].text
 
 
 def test_forced_prefixes_beam_and_nbest(short_model, tokenizer):
@@ -196,18 +197,33 @@ def test_export_command_writes_a_decoder_only_int8_model_and_refuses_before_writ
     tmp_path, tokenizer, capsys
 ):
     checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
-    settings = dict(checkpoint=str(checkpoint), format="ctranslate2", quantization="int8", force=False)
+    settings = dict(checkpoint=str(checkpoint), format="ctranslate2", weight_format="int8", force=False)
     settings["shortlist"] = None  # configs/export.yaml's keys
     written = export(OmegaConf.create({**settings, "output": str(tmp_path / "int8")}))
     metadata = json.loads((written / METADATA_FILE).read_text())
     assert metadata["family"] == metadata["model_config"]["family"] == "decoder_only"
     outputs = Translator.from_checkpoint(written, options=GREEDY).translate(sentences(4, seed=2))
-    assert len(outputs) == 4 and all(isinstance(text, str) for text in outputs)
+    assert len(outputs) == 4 and all(isinstance(t.text, str) for t in outputs)
     refused = write_checkpoint(tmp_path / "prefix.pt", tokenizer, prefix_lm=True)
     with pytest.raises(SystemExit) as exit_code:
         export(OmegaConf.create({**settings, "checkpoint": str(refused), "output": str(tmp_path / "no")}))
     assert exit_code.value.code == 2 and "model.prefix_lm=true" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["int8", "model.pt", "prefix.pt"]
+
+
+@pytest.mark.slow
+def test_the_export_command_takes_weight_format_and_its_old_name_with_one_warning(tmp_path, tokenizer):
+    checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
+    for key, name in (("weight_format", "new"), ("quantization", "old")):
+        result = run_module("seq2seq.cli.export", f"checkpoint={checkpoint}", f"output={tmp_path / name}",
+                            f"{key}=int8", cwd=tmp_path)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert json.loads((tmp_path / name / METADATA_FILE).read_text())["weight_format"] == "int8"
+        warnings = [line for line in result.stderr.splitlines() if "deprecated" in line]
+        assert warnings == (
+            [] if key == "weight_format"
+            else ["quantization is deprecated and will stop working in the next release; use weight_format"]
+        )  # fmt: skip
 
 
 def test_an_export_of_an_unknown_family_is_a_one_line_error(tmp_path):

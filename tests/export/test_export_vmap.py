@@ -37,7 +37,7 @@ def test_the_map_is_written_used_and_keeps_the_output_when_it_holds_every_piece(
     checkpoint = save_tiny_checkpoint(tmp_path / "model.pt", model, tokenizer, step=2)
     plain = Translator.from_checkpoint(export_ctranslate2(checkpoint, tmp_path / "plain"), options=OPTIONS)
     assert not plain.engine.use_vmap
-    expected = plain.translate(TEXTS)
+    expected = [t.text for t in plain.translate(TEXTS)]
     used = sorted({tokenizer.piece_to_id(p) for text in expected for p in tokenizer.pieces(text)} - {0})
     shortlist_file(tokenizer, tmp_path / "all.pt", used)
     mapped_dir = export_ctranslate2(checkpoint, tmp_path / "mapped", shortlist=tmp_path / "all.pt")
@@ -49,15 +49,15 @@ def test_the_map_is_written_used_and_keeps_the_output_when_it_holds_every_piece(
     assert len(lines) == 1 + tokenizer.vocab_size
     mapped = Translator.from_checkpoint(mapped_dir, options=OPTIONS)
     assert mapped.engine.use_vmap
-    assert mapped.translate(TEXTS) == expected
+    assert [t.text for t in mapped.translate(TEXTS)] == expected
 
     shortlist_file(tokenizer, tmp_path / "few.pt", used[:3], rows=1)  # too few pieces: output changes
     narrow = Translator.from_checkpoint(
         export_ctranslate2(checkpoint, tmp_path / "narrow", shortlist=tmp_path / "few.pt"), options=OPTIONS
     )
     allowed = set(pieces[:3])
-    for text in narrow.translate(TEXTS):
-        assert set(tokenizer.pieces(text)) <= allowed
+    for translation in narrow.translate(TEXTS):
+        assert set(tokenizer.pieces(translation.text)) <= allowed
 
 
 def test_a_decoder_only_model_is_refused(tmp_path) -> None:

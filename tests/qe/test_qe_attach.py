@@ -63,8 +63,8 @@ def test_rerank_orders_by_score_plus_weighted_qe() -> None:
 def test_translations_carry_the_qe_models_score(models: tuple[Path, Path]) -> None:
     mt, qe = models
     estimator = QualityEstimator.from_checkpoint(qe)
-    translator = Translator.from_checkpoint(mt, options=OPTIONS, quality=estimator)
-    results = translator.translate(TEXTS, return_confidence=True)
+    translator = Translator.from_checkpoint(mt, options=OPTIONS, qe_checkpoint=estimator)
+    results = translator.translate(TEXTS, confidence=True)
     expected = estimator.score(TEXTS[:-1], [r.text for r in results[:-1]])
     assert [r.qe for r in results[:-1]] == pytest.approx(expected, abs=1e-6)
     assert results[-1].qe is None and "qe" not in results[-1].to_json()
@@ -76,19 +76,25 @@ def test_reranking_equals_ranking_the_plain_nbest_by_hand(models: tuple[Path, Pa
     mt, qe = models
     estimator = QualityEstimator.from_checkpoint(qe)
     plain = Translator.from_checkpoint(mt, options=OPTIONS)
-    nbest = plain.translate(TEXTS[:-1], nbest=4, return_scores=True)  # 4 (text, score) per text
+    best = plain.translate(TEXTS[:-1], nbest=4)  # per text, its 4 candidates in `nbest`
     expected = []
-    for text, candidates in zip(TEXTS, nbest):
-        estimates = estimator.score([text] * len(candidates), [c for c, _ in candidates])
-        expected.append(max(zip(candidates, estimates), key=lambda pair: pair[0][1] + weight * pair[1])[0][0])
-    reranked = Translator.from_checkpoint(mt, options=OPTIONS, quality=estimator, rerank_weight=weight)
-    assert reranked.translate(TEXTS[:-1]) == expected
+    for text, candidates in zip(TEXTS, (t.nbest for t in best)):
+        estimates = estimator.score([text] * len(candidates), [c.text for c in candidates])
+        expected.append(
+            max(zip(candidates, estimates), key=lambda pair: pair[0].score + weight * pair[1])[0].text
+        )
+    reranked = Translator.from_checkpoint(
+        mt, options=OPTIONS, qe_checkpoint=estimator, rerank="qe", rerank_weight=weight
+    )
+    assert [t.text for t in reranked.translate(TEXTS[:-1])] == expected
+    plain_best = [t.text for t in plain.translate(TEXTS[:-1])]
     if weight == 0.0:
-        assert expected == plain.translate(TEXTS[:-1])
+        assert expected == plain_best
     if weight == 1000.0:
-        assert expected != plain.translate(TEXTS[:-1])  # the QE model does choose other outputs
+        assert expected != plain_best  # the QE model does choose other outputs
 
 
+@pytest.mark.slow
 def test_cli_qe_column_and_rerank(models: tuple[Path, Path], tmp_path: Path) -> None:
     mt, qe = models
     source = tmp_path / "in.txt"
@@ -108,9 +114,10 @@ def test_cli_qe_column_and_rerank(models: tuple[Path, Path], tmp_path: Path) -> 
     assert [row[1] for row in rows[:-1]] == [f"{value:.4f}" for value in estimates]
     reranked = run_module("seq2seq.cli.translate", *common, f"qe_checkpoint={qe}", "rerank=qe",
                           "rerank_weight=1000", cwd=tmp_path)  # fmt: skip
-    by_hand = Translator.from_checkpoint(mt, options=OPTIONS, quality=QualityEstimator.from_checkpoint(qe),
+    estimator = QualityEstimator.from_checkpoint(qe)
+    by_hand = Translator.from_checkpoint(mt, options=OPTIONS, qe_checkpoint=estimator, rerank="qe",
                                          rerank_weight=1000.0).translate(TEXTS)  # fmt: skip
-    assert [line.split("\t")[0] for line in reranked.stdout.split("\n")[:-1]] == by_hand
+    assert [line.split("\t")[0] for line in reranked.stdout.split("\n")[:-1]] == [t.text for t in by_hand]
     missing = run_module("seq2seq.cli.translate", *common, "rerank=qe", cwd=tmp_path)
     assert "rerank=qe needs a QE model" in error_line(missing)
     assert "rerank='bleu' is not supported" in error_line(
@@ -122,7 +129,9 @@ def test_cli_qe_column_and_rerank(models: tuple[Path, Path], tmp_path: Path) -> 
 def client(models: tuple[Path, Path]) -> Iterator[TestClient]:
     mt, qe = models
     batcher = BatchingTranslator(
-        lambda: Translator.from_checkpoint(mt, options=OPTIONS, quality=QualityEstimator.from_checkpoint(qe))
+        lambda: Translator.from_checkpoint(
+            mt, options=OPTIONS, qe_checkpoint=QualityEstimator.from_checkpoint(qe)
+        )
     )
     app = create_app(batcher, name="mt.pt", limits=Limits(), metrics=Metrics(), error_delay_ms=0)
     with TestClient(app) as test_client:
@@ -133,7 +142,7 @@ def test_the_server_answers_the_qe_score_with_the_confidence(
     client: TestClient, models: tuple[Path, Path]
 ) -> None:
     _, qe = models
-    answer = client.post("/translate", json={"text": TEXTS, "confidence": True})
+    answer = client.post("/translate", json={"texts": TEXTS, "confidence": True})
     assert answer.status_code == 200, answer.text
     translations = answer.json()["translations"]
     estimates = QualityEstimator.from_checkpoint(qe).score(
@@ -141,10 +150,11 @@ def test_the_server_answers_the_qe_score_with_the_confidence(
     )
     assert [t["qe"] for t in translations[:-1]] == pytest.approx(estimates, rel=1e-5)
     assert "qe" not in translations[-1]
-    plain = client.post("/translate", json={"text": TEXTS}).json()["translations"]
+    plain = client.post("/translate", json={"texts": TEXTS}).json()["translations"]
     assert plain == [t["translation"] for t in translations]
 
 
+@pytest.mark.slow
 def test_cli_qe_column_of_an_empty_translation_is_empty(models: tuple[Path, Path], tmp_path: Path) -> None:
     """An output of no tokens (max_len_b=0 allows none) has no QE score: its column is empty, the line's
     other columns stay where they are."""

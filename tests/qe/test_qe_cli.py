@@ -36,6 +36,7 @@ def lines(text: list[str]) -> bytes:
     return "".join(line + "\n" for line in text).encode()
 
 
+@pytest.mark.slow
 def test_every_kind_of_line_gets_exactly_one_output_line(tmp_path: Path, qe_checkpoint: Path) -> None:
     translations = ["el hombre ve el perro"] * len(MIXED_LINES)
     translations[-1] = ""  # an empty translation of a real source
@@ -52,6 +53,7 @@ def test_every_kind_of_line_gets_exactly_one_output_line(tmp_path: Path, qe_chec
     assert out[0] == f"{estimator.score([MIXED_LINES[0]], [translations[0]])[0]:.4f}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sources", "translations", "args", "message"),
     [
@@ -68,12 +70,14 @@ def test_bad_input_is_a_one_line_error(tmp_path: Path, qe_checkpoint: Path, sour
     assert result.stdout == ""
 
 
+@pytest.mark.slow
 def test_invalid_utf8_can_be_replaced(tmp_path: Path, qe_checkpoint: Path) -> None:
     result = score(tmp_path, qe_checkpoint, b"the man\n\xff\n", b"el hombre\nel\n", "encoding_errors=replace")
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.stdout.split("\n")[:-1]) == 2
 
 
+@pytest.mark.slow
 def test_a_translation_checkpoint_or_a_missing_one_is_refused(tmp_path: Path) -> None:
     tokenizer = tiny_tokenizer()
     translation = save_tiny_checkpoint(

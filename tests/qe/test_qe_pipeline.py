@@ -55,6 +55,7 @@ def qe_train(
                           capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_labels_are_sentence_chrf_of_each_pass_against_the_references(qe_data: Path, corpus: Path) -> None:
     references = read_text_lines(corpus / "train.es")[:40]
     sources = read_text_lines(corpus / "train.en")[:40]
@@ -77,6 +78,7 @@ def test_labels_are_sentence_chrf_of_each_pass_against_the_references(qe_data: P
     assert len(read_qe_corpus(qe_data / "dev.tsv")) == summary["dev_pairs"] > 0
 
 
+@pytest.mark.slow
 def test_a_rerun_reuses_passes_only_when_their_record_matches(
     qe_data: Path, corpus: Path, finished_run: Path
 ) -> None:
@@ -86,6 +88,7 @@ def test_a_rerun_reuses_passes_only_when_their_record_matches(
     assert saved["limit"] == 40 and saved["search"]["beam_size"] == 1 and saved["precision"] == "fp32"
 
 
+@pytest.mark.slow
 def test_qe_training_resumes_exactly_and_seq2seq_qe_scores_as_python_does(
     qe_data: Path, tmp_path: Path
 ) -> None:
@@ -131,6 +134,7 @@ def test_qe_training_resumes_exactly_and_seq2seq_qe_scores_as_python_does(
     ) == len(dev)
 
 
+@pytest.mark.slow
 def test_a_qe_run_refuses_a_translation_corpus_dir_and_train_refuses_encoder_only(
     corpus: Path, tmp_path: Path
 ) -> None:

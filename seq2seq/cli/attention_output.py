@@ -1,0 +1,100 @@
+"""Alignments and attention pictures of seq2seq-translate (alignment=true, attention_dir=): each
+translation's argmax cross-attention over its source, and its heat map, from one PyTorch model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from omegaconf import DictConfig
+from torch import Tensor
+
+from seq2seq.decode.attention_plot import column_labels, save_attention_png
+from seq2seq.decode.hypotheses import Hypothesis
+from seq2seq.decode.search import pad_batch
+from seq2seq.errors import UserError
+from seq2seq.inference.translator import EncodedInput, Translator
+
+
+@runtime_checkable
+class CrossAttending(Protocol):
+    """What alignments and pictures ask of a model: one model's cross-attention weights (Seq2Seq; a
+    DecoderOnly model has the method and refuses with a UserError; an ensemble or an export has none)."""
+
+    config: dict[str, Any]
+
+    def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:
+        """Shapes: src (B, S), tgt_in (B, T) -> (B, H, T, S') weights of decoder layer `layer`."""
+        ...
+
+
+def alignments_and_pictures(
+    cfg: DictConfig, translator: Translator, sources: list[list[int]], results: list[list[Hypothesis]]
+) -> list[str | None]:
+    """Argmax cross-attention alignments ("src-tgt" pairs) and optional heat maps, one sentence at a time."""
+    out: list[str | None] = [None] * len(sources)
+    picture_dir = Path(cfg.attention_dir) if cfg.attention_dir else None
+    if picture_dir is not None:
+        picture_dir.mkdir(parents=True, exist_ok=True)
+    model, device = translator.model, translator.device
+    stride = int(model.config.get("cross_downsample", 1))
+    tokenizer = translator.tgt_tokenizer
+    for index, (source, nbest) in enumerate(zip(sources, results)):
+        if not nbest:
+            out[index] = ""
+            continue
+        hypothesis = list(nbest[0].tokens)
+        src = pad_batch([source], tokenizer.pad_id).to(device)  # (1, S)
+        tgt_in = pad_batch([[tokenizer.bos_id] + hypothesis], tokenizer.pad_id).to(device)  # (1, T)
+        weights = model.cross_attention(src, tgt_in, layer=int(cfg.attention_layer))[0]  # (H, T, S')
+        weights = (
+            weights.mean(0) if cfg.attention_head is None else weights[int(cfg.attention_head)]
+        )  # (T, S')
+        best_source = weights[: len(hypothesis)].argmax(-1).tolist()  # per target token
+        out[index] = " ".join(f"{s * stride}-{t}" for t, s in enumerate(best_source))
+        if picture_dir is not None:
+            src_pieces = column_labels([translator.src_tokenizer.id_to_piece(i) for i in source], stride)
+            tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
+            save_attention_png(picture_dir / f"{index + 1:06d}.png", weights, src_pieces, tgt_pieces)
+    return out
+
+
+def check_attention_settings(cfg: DictConfig, translator: Translator) -> None:
+    """Refuse alignment=/attention_dir= before the search, not after it: they need one PyTorch model with
+    cross-attention (a one-token probe lets the model refuse by itself: a decoder-only model has none),
+    and attention_layer / attention_head must name one of its layers / heads."""
+    model = translator.model
+    if not isinstance(model, CrossAttending):
+        raise UserError(
+            f"alignment and attention_dir need one PyTorch model, not engine={translator.engine.name} "
+            "or an ensemble; pass a single .pt checkpoint"
+        )
+    layer, tokenizer = int(cfg.attention_layer), translator.tgt_tokenizer
+    src = torch.tensor([[tokenizer.eos_id]], device=translator.device)  # (1, 1)
+    tgt_in = torch.tensor([[tokenizer.bos_id]], device=translator.device)  # (1, 1)
+    try:
+        with torch.no_grad():
+            heads = model.cross_attention(src, tgt_in, layer=layer).shape[1]  # (1, H, 1, 1)
+    except IndexError:
+        layers = int(model.config.get("decoder_layers", 0))
+        raise UserError(f"attention_layer={layer} is not a decoder layer of this model ({layers} layers); "
+                        f"use 0 to {layers - 1}, or -1 for the last") from None  # fmt: skip
+    if cfg.attention_head is not None and not -heads <= int(cfg.attention_head) < heads:
+        raise UserError(f"attention_head={cfg.attention_head} is not a head of this model ({heads} heads); "
+                        f"use 0 to {heads - 1}, or null for their mean")  # fmt: skip
+
+
+def text_alignments(
+    cfg: DictConfig, translator: Translator, encoded: EncodedInput, results: list[list[Hypothesis]]
+) -> list[str | None]:
+    """Per text, its pieces' alignments joined with spaces (None unless alignment or attention_dir is
+    set; the pictures are saved on the way)."""
+    if not (cfg.alignment or cfg.attention_dir):
+        return [None] * encoded.n_texts
+    pieces: list[list[str]] = [[] for _ in range(encoded.n_texts)]
+    for owner, alignment in zip(
+        encoded.owners, alignments_and_pictures(cfg, translator, encoded.sources, results)
+    ):
+        pieces[owner].append(alignment or "")
+    return [" ".join(p for p in parts if p) for parts in pieces]

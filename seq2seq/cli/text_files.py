@@ -1,0 +1,36 @@
+"""A command's text in and out, one line per line: a file named relative to where the command was run,
+or - for stdin / stdout. Shared by seq2seq-translate and seq2seq-qe."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+
+from seq2seq.files import atomic_output
+from seq2seq.inference.text_input import read_text_lines
+
+
+def read_lines(source: str, encoding_errors: str) -> list[str]:
+    """The lines of `source` (- for stdin); invalid UTF-8 follows `encoding_errors` (strict | replace)."""
+    path = source if source == "-" else hydra.utils.to_absolute_path(source)
+    return read_text_lines(
+        path, encoding_errors=encoding_errors, fix="fix the file or pass encoding_errors=replace"
+    )
+
+
+def output_path(target: str) -> str:
+    """output=FILE as an absolute path (Hydra may run a command elsewhere), or - for stdout."""
+    return target if target == "-" else hydra.utils.to_absolute_path(target)
+
+
+def write_lines(target: str, lines: list[str]) -> None:
+    """`lines` to stdout (-) or to the file `target`, replaced whole (atomically) once all are ready."""
+    text = "".join(line + "\n" for line in lines)
+    if target == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    with atomic_output(Path(target), "w", encoding="utf-8") as stream:  # mode from the umask
+        stream.write(text)
