@@ -9,15 +9,19 @@ day. New files get the permissions the umask allows, as with `open()`, not `temp
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
+import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+log = logging.getLogger(__name__)
 
 ABANDONED_AFTER_SECONDS = 24 * 3600  # another host's temporary is someone's live work until then
 
@@ -99,3 +103,25 @@ def atomic_output(path: Path, mode: str = "wb", **open_options: Any) -> Iterator
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+
+
+def build_directory_atomically(final: Path, build: Callable[[Path], object], *, what: str) -> None:
+    """Call `build(temporary)` to fill a directory beside `final`, then rename it to `final`, so a reader
+    never trusts a half-built cache. Leftovers this host can tell have died (or untouched for a day) are
+    removed first; another process's live build is left alone, and one that finished the same `final`
+    first wins. `what` names the directory in log lines."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for stale in temporaries_of(final):
+        if is_abandoned(stale, final):
+            log.info("%s: removing %s, left by a build that did not finish", what, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+    temporary = temporary_path(final)
+    try:
+        build(temporary)
+        os.replace(temporary, final)
+    except OSError:
+        if not final.is_dir():  # not just another process finishing the same build first
+            raise
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,10 +15,17 @@ import pytest
 import torch
 
 from seq2seq.checkpoint import save_checkpoint
-from seq2seq.cli.translate import write_output
+from seq2seq.cli.text_files import write_lines
 from seq2seq.data.binarize import encoded_corpus
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.files import atomic_output, is_abandoned, temporaries_of, temporary_path, this_host
+from seq2seq.files import (
+    atomic_output,
+    build_directory_atomically,
+    is_abandoned,
+    temporaries_of,
+    temporary_path,
+    this_host,
+)
 
 
 @contextmanager
@@ -37,17 +42,17 @@ def mode(path: Path) -> int:
 
 
 def dead_pid() -> int:
-    """The PID of a process that has just exited (and so is not running on this host)."""
-    process = subprocess.Popen([sys.executable, "-c", "pass"])
-    process.wait()
-    return process.pid
+    """A PID no process on this host has: Linux never hands out one above PID_MAX_LIMIT (2**22), and
+    other systems stay lower still. (Starting a process to get the PID of a dead one would make these
+    tests slow.)"""
+    return (1 << 22) + 1
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o027, 0o002], ids=oct)
 def test_checkpoints_and_outputs_get_the_mode_the_umask_allows(tmp_path: Path, mask: int) -> None:
     with umask(mask):
         save_checkpoint(tmp_path / "last.pt", {"model": {"w": torch.zeros(2)}})
-        write_output(str(tmp_path / "out" / "test.es"), ["hola", "mundo"])
+        write_lines(str(tmp_path / "out" / "test.es"), ["hola", "mundo"])
         with atomic_output(tmp_path / "record.json", "w", encoding="utf-8") as handle:
             handle.write("{}")
     for name in ("last.pt", "out/test.es", "record.json"):
@@ -117,3 +122,55 @@ def test_a_cache_build_leaves_another_hosts_build_alone(tmp_path: Path) -> None:
     assert len(dataset) == 2
     assert other_host.is_dir() and (other_host / "src.ids.npy").read_bytes() == b"partial"
     assert not mine_dead.exists()
+
+
+def test_a_directory_build_renames_into_place_and_leaves_no_temporary(tmp_path: Path) -> None:
+    final = tmp_path / "cache" / "clean-abc"
+    seen: list[Path] = []
+
+    def build(directory: Path) -> None:
+        seen.append(directory)
+        directory.mkdir()
+        (directory / "train.en").write_text("hello\n", encoding="utf-8")
+
+    build_directory_atomically(final, build, what="test corpus")
+    assert seen[0] != final and seen[0].parent == final.parent  # built beside, under another name
+    assert (final / "train.en").read_text(encoding="utf-8") == "hello\n"
+    assert temporaries_of(final) == [] and sorted(final.parent.iterdir()) == [final]
+
+
+def test_a_failing_directory_build_leaves_no_final_and_no_temporary(tmp_path: Path) -> None:
+    final = tmp_path / "clean-abc"
+
+    def build(directory: Path) -> None:
+        directory.mkdir()
+        (directory / "half").write_bytes(b"x")
+        raise RuntimeError("worker died")
+
+    with pytest.raises(RuntimeError, match="worker died"):
+        build_directory_atomically(final, build, what="test corpus")
+    assert not final.exists() and temporaries_of(final) == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_build_removes_its_hosts_dead_leftovers_only(tmp_path: Path) -> None:
+    final = tmp_path / "clean-abc"
+    mine_dead = tmp_path / f".{final.name}.{this_host()}.{dead_pid()}.bbbbbb.tmp"
+    other_host = tmp_path / f".{final.name}.node17.{os.getpid()}.cccccc.tmp"
+    for path in (mine_dead, other_host):
+        path.mkdir()
+    build_directory_atomically(final, lambda directory: directory.mkdir(), what="test corpus")
+    assert final.is_dir() and other_host.is_dir() and not mine_dead.exists()
+
+
+def test_a_directory_another_process_finished_first_is_kept(tmp_path: Path) -> None:
+    """Two processes build the same key: the loser's rename fails onto a full directory, and that is fine."""
+    final = tmp_path / "clean-abc"
+
+    def build(directory: Path) -> None:
+        directory.mkdir()
+        (directory / "mine").write_bytes(b"x")
+        final.mkdir()  # the other process renames its build into place first
+        (final / "theirs").write_bytes(b"y")
+
+    build_directory_atomically(final, build, what="test corpus")
+    assert sorted(p.name for p in final.iterdir()) == ["theirs"] and temporaries_of(final) == []

@@ -4,6 +4,7 @@ corpus.py        read, check and normalise parallel text line by line (plain or 
 tsv.py           tab-separated corpora, split into plain files
 transforms.py    cleaning transforms (data.transforms): normalisers and filters of sentence pairs, per chunk
 cleaning.py      clean_corpus: a corpus through its transforms once, into the cache, with a summary
+renamed_settings.py  data settings renamed (old names work one release) and read under their new names
 sample.py        a uniform sample of a corpus in one streaming pass (what the tokenizer is trained on)
 tokenizer.py     Tokenizer: sentencepiece with pad=0, unk=1, bos=2, eos=3
 vocabulary.py    the sentencepiece model(s) of a corpus: reused from a run, from the cache, or trained

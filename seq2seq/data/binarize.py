@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
@@ -38,7 +38,7 @@ from seq2seq.data.corpus import (
 from seq2seq.data.dataset import ParallelDataset, token_dtype
 from seq2seq.data.token_arrays import CorruptArrays, EncodedWriter, open_encoded
 from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.files import is_abandoned, temporaries_of, temporary_path
+from seq2seq.files import build_directory_atomically
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def encoded_corpus(
         log.info("encoded corpus: cache hit %s", final)
         return cached, read_stats(final)
     log.info("encoded corpus: cache miss, encoding %s and %s", src, tgt)
-    _build_atomically(final, build)
+    build_directory_atomically(final, build, what="encoded corpus")
     dataset = open_encoded(final)
     log.info("encoded corpus: saved %d pairs to %s", len(dataset), final)
     return dataset, read_stats(final)
@@ -250,25 +250,3 @@ def _open_cached(directory: Path) -> ParallelDataset | None:
         log.warning("encoded corpus: %s is incomplete or damaged (%s); rebuilding it", directory, error)
         shutil.rmtree(directory, ignore_errors=True)
         return None
-
-
-def _build_atomically(final: Path, build: Callable[[Path], CorpusStats]) -> None:
-    """Build into a temporary directory beside `final` (named by host and process), then rename.
-
-    Leftovers of builds that died are removed first, but only those this host can tell are dead (or
-    untouched for a day): a build on another host sharing the cache is left alone.
-    """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    for stale in temporaries_of(final):
-        if is_abandoned(stale, final):
-            log.info("encoded corpus: removing %s, left by a build that did not finish", stale)
-            shutil.rmtree(stale, ignore_errors=True)
-    temporary = temporary_path(final)
-    try:
-        build(temporary)
-        os.replace(temporary, final)
-    except OSError:
-        if not final.is_dir():  # not just another process finishing the same build first
-            raise
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)

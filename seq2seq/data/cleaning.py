@@ -16,10 +16,9 @@ import hashlib
 import itertools
 import json
 import logging
-import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,10 @@ from tqdm import tqdm
 
 from seq2seq.data.binarize import file_digest
 from seq2seq.data.corpus import check_policy, iter_parallel
+from seq2seq.data.renamed_settings import first_names
 from seq2seq.data.transforms import Pair, Transform, check_transform
 from seq2seq.errors import UserError
-from seq2seq.files import is_abandoned, temporaries_of, temporary_path
+from seq2seq.files import build_directory_atomically
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +58,21 @@ class Counts:
 
 
 def describe(transform: Transform) -> dict[str, Any]:
-    """The class path and settings of a transform: what the cache key and summary.json record."""
+    """The class path and settings of a transform: what summary.json records."""
     kind = type(transform)
     return {"target": f"{kind.__module__}.{kind.__qualname__}", "settings": transform.settings()}
 
 
+def _keyed(transform: Transform) -> dict[str, Any]:
+    """What the cache key hashes of a transform: `describe` with renamed settings under their first names,
+    so a corpus cleaned before a rename is found again, not cleaned again."""
+    described = describe(transform)
+    return {**described, "settings": first_names(described["target"], described["settings"])}
+
+
 def clean_key(src: Path, tgt: Path, transforms: Sequence[Transform], encoding_errors: str) -> str:
     """24 hex digits of a sha256 over the version, both files' bytes, the policy and the transforms."""
-    described = json.dumps([describe(t) for t in transforms], sort_keys=True)
+    described = json.dumps([_keyed(t) for t in transforms], sort_keys=True)
     digest = hashlib.sha256(f"clean-v{CLEAN_VERSION}".encode())
     for part in (file_digest(src), file_digest(tgt), encoding_errors, described):
         data = part.encode()
@@ -104,7 +111,7 @@ def clean_corpus(
         directory, src, tgt, transforms, names=names, encoding_errors=encoding_errors, progress=progress,
         chunk_pairs=chunk_pairs,
     )  # fmt: skip
-    _build_atomically(final, clean)
+    build_directory_atomically(final, clean, what="cleaned corpus")
     summary = _read_summary(final)
     log.info("cleaned corpus: %s in %s", _kept_line(summary), final)
     return CleanedCorpus(final / names[0], final / names[1], summary)
@@ -233,22 +240,3 @@ def _read_cached(directory: Path, names: tuple[str, str]) -> CleanedCorpus | Non
         shutil.rmtree(directory, ignore_errors=True)
         return None
     return CleanedCorpus(directory / names[0], directory / names[1], summary)
-
-
-def _build_atomically(final: Path, build: Callable[[Path], None]) -> None:
-    """Build into a temporary directory beside `final`, then rename it. Leftovers of builds this host can
-    tell have died (or untouched for a day) are removed first; another process's live one is left alone."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    for stale in temporaries_of(final):
-        if is_abandoned(stale, final):
-            log.info("cleaned corpus: removing %s, left by a run that did not finish", stale)
-            shutil.rmtree(stale, ignore_errors=True)
-    temporary = temporary_path(final)
-    try:
-        build(temporary)
-        os.replace(temporary, final)
-    except OSError:
-        if not final.is_dir():  # not just another process finishing the same key first
-            raise
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)

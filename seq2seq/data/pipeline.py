@@ -80,7 +80,7 @@ class FilterSettings:
     """Which training pairs are dropped (the `data.filter` config group; dev pairs: empty or too long)."""
 
     max_tokens_per_side: int = 256
-    max_length_ratio: float = 3.0  # longer side / shorter side, in tokens
+    max_token_ratio: float = 3.0  # longer side / shorter side, counted in tokens
     min_tokens_for_ratio: int = 5  # the ratio is only checked once the longer side has this many tokens
 
 
@@ -107,7 +107,7 @@ def prepare_training_data(
     The tokenizer is trained on at most ``tokenizer.sample_sentences`` sentences drawn uniformly from the
     training text (vocabulary.py); the encoded corpora come from the cache, built there by ``workers``
     processes (default: all cores) on a miss. Training pairs are dropped when a side is empty, longer
-    than ``filters.max_tokens_per_side`` tokens, or ``max_length_ratio`` times longer than the other side
+    than ``filters.max_tokens_per_side`` tokens, or ``max_token_ratio`` times longer than the other side
     (checked once the longer side has ``min_tokens_for_ratio`` tokens: short pairs have noisy ratios).
     Dev pairs are only dropped when empty or too long. Counts are logged per reason.
 
@@ -133,7 +133,7 @@ def prepare_training_data(
     )  # fmt: skip
     parts = [split(spec.src, spec.tgt, filters=filters) for spec in specs]
     train = _mixed(specs, [part[0] for part in parts], src_tok)
-    dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_length_ratio=None))
+    dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_token_ratio=None))
     dev_src_texts, dev_ref_texts = read_parallel(dev_src, dev_tgt, encoding_errors=encoding_errors)
     return TrainingData(
         src_tokenizer=src_tok, tgt_tokenizer=tgt_tok, train=train, dev=dev,
@@ -207,7 +207,7 @@ def _encoded_split(
     )  # fmt: skip
     keep, report = length_filter(
         encoded.src_lengths - 1, encoded.tgt_lengths - 1, max_tokens_per_side=filters.max_tokens_per_side,
-        max_length_ratio=filters.max_length_ratio, min_tokens_for_ratio=filters.min_tokens_for_ratio,
+        max_token_ratio=filters.max_token_ratio, min_tokens_for_ratio=filters.min_tokens_for_ratio,
     )  # fmt: skip
     report.log(f"{src}, {tgt}")
     if not len(keep):
@@ -222,7 +222,7 @@ def length_filter(
     tgt_tokens: np.ndarray,
     *,
     max_tokens_per_side: int | None,
-    max_length_ratio: float | None,
+    max_token_ratio: float | None,
     min_tokens_for_ratio: int = 5,
 ) -> tuple[np.ndarray, FilterReport]:
     """Indices of the pairs to keep, given token counts without specials, and why the rest went."""
@@ -232,10 +232,10 @@ def length_filter(
         reasons.append(
             (f"longer than {max_tokens_per_side} tokens", np.maximum(src, tgt) > max_tokens_per_side)
         )
-    if max_length_ratio is not None:
+    if max_token_ratio is not None:
         longer, shorter = np.maximum(src, tgt), np.maximum(np.minimum(src, tgt), 1)
-        skewed = (longer >= min_tokens_for_ratio) & (longer > max_length_ratio * shorter)
-        reasons.append((f"length ratio above {max_length_ratio:g}", skewed))
+        skewed = (longer >= min_tokens_for_ratio) & (longer > max_token_ratio * shorter)
+        reasons.append((f"token ratio above {max_token_ratio:g}", skewed))
     report = FilterReport()
     dropped = np.zeros(len(src), dtype=bool)
     for reason, mask in reasons:  # each pair is counted under the first reason that applies

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from seq2seq.data.renamed_settings import renamed_keyword
 from seq2seq.errors import UserError
 
 Pair = tuple[str, str]
@@ -193,25 +194,32 @@ class DropRepeats(Transform):
 
 
 class DropLengthRatio(Transform):
-    """Remove pairs whose sides differ in length (characters) by more than `max_ratio`: often one side is
-    a fragment or holds extra sentences. Short pairs ("Amen." / "Así sea.") vary a lot in ratio, so the
-    ratio is only judged once the longer side has `min_chars`; an empty side then always fails."""
+    """Remove pairs whose sides differ in length, counted in characters, by more than `max_char_ratio`:
+    often one side is a fragment or holds extra sentences. Short pairs ("Amen." / "Así sea.") vary a lot
+    in ratio, so the ratio is only judged once the longer side has `min_chars`; an empty side then always
+    fails. (`max_ratio` is the old name of `max_char_ratio`, accepted for one release.)"""
 
     name = "DropLengthRatio"
 
-    def __init__(self, *, max_ratio: float = 2.5, min_chars: int = 20) -> None:
-        if max_ratio < 1:
+    def __init__(
+        self, *, max_char_ratio: float = 2.5, min_chars: int = 20, max_ratio: float | None = None
+    ) -> None:
+        max_char_ratio = renamed_keyword(
+            "DropLengthRatio", old="max_ratio", old_value=max_ratio, new="max_char_ratio",
+            new_value=max_char_ratio, default=2.5,
+        )  # fmt: skip
+        if max_char_ratio < 1:
             raise UserError(
-                f"DropLengthRatio max_ratio={max_ratio} is below 1; every pair would go: use >= 1"
+                f"DropLengthRatio max_char_ratio={max_char_ratio} is below 1; every pair would go: use >= 1"
             )
-        self.max_ratio, self.min_chars = float(max_ratio), min_chars
+        self.max_char_ratio, self.min_chars = float(max_char_ratio), min_chars
 
     def settings(self) -> dict[str, Any]:
-        return {"max_ratio": self.max_ratio, "min_chars": self.min_chars}
+        return {"max_char_ratio": self.max_char_ratio, "min_chars": self.min_chars}
 
     def _unbalanced(self, source: str, target: str) -> bool:
         shorter, longer = sorted((len(source), len(target)))
-        return longer >= self.min_chars and longer > self.max_ratio * shorter
+        return longer >= self.min_chars and longer > self.max_char_ratio * shorter
 
     def __call__(self, pairs: Sequence[Pair]) -> Result:
         return [None if self._unbalanced(*p) else p for p in pairs]

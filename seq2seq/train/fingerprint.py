@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from seq2seq.data.binarize import file_digest
+from seq2seq.data.renamed_settings import current_fingerprint_settings
 from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def run_fingerprint(config: Mapping[str, Any], corpus_files: Mapping[str, Path])
 def settings_fingerprint(chosen: Mapping[str, Any], files: Mapping[str, Path]) -> dict[str, Any]:
     """{"sha256": ..., "settings": {dotted key: value}} of nested `chosen` settings plus the sha256 of each
     of `files` (as "<name>.sha256"); what run_fingerprint builds, for any run's own choice of settings."""
-    settings = _flatten(chosen, "", {})
+    settings = current_fingerprint_settings(_flatten(chosen, "", {}))
     for name, path in files.items():
         settings[f"{name}.sha256"] = file_digest(path)
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
@@ -99,7 +100,8 @@ def differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[st
     """'key: old → new' for every key both fingerprints hold with different values (keys added to the
     config after a checkpoint was written are not differences), and for a SET_WHEN_USED key that one of
     them holds: "unset" on the other side (a corpus weight, tag or noise, or transforms, added or removed)."""
-    old, new = saved.get("settings", {}), current["settings"]
+    old = current_fingerprint_settings(saved.get("settings", {}))
+    new = current_fingerprint_settings(current["settings"])
     keys = old.keys() & new.keys() | {key for key in old.keys() ^ new.keys() if key in SET_WHEN_USED}
     changed = sorted(key for key in keys if old.get(key, UNSET) != new.get(key, UNSET))
     return [f"{key}: {_show(old.get(key, UNSET))} → {_show(new.get(key, UNSET))}" for key in changed]

@@ -114,7 +114,7 @@ def _data_config(corpus_dir, tmp_path, *, extra):
         "dev": {"src": str(corpus_dir / "dev.en"), "tgt": str(corpus_dir / "dev.es")},
         "cache_dir": str(tmp_path / "cache"), "encoding_errors": "strict", "workers": 1,
         "transforms": [], "transform_splits": ["train"],
-        "filter": {"max_tokens_per_side": 256, "max_length_ratio": 3.0, "min_tokens_for_ratio": 5},
+        "filter": {"max_tokens_per_side": 256, "max_token_ratio": 3.0, "min_tokens_for_ratio": 5},
         "tokenizer": {"model_type": "bpe", "vocab_size": 60, "joint": True, "character_coverage": 1.0,
                       "sample_sentences": 1000},
     })  # fmt: skip

@@ -54,7 +54,7 @@ def test_filters_count_each_reason_and_dev_texts_match_the_dev_set(corpus, tmp_p
         data = _prepare(corpus, tmp_path / "run", tmp_path / "cache", max_tokens_per_side=100)
     assert len(data.train) == 200
     assert (
-        "kept 200 of 204 pairs; removed: 2 empty, 1 longer than 100 tokens, 1 length ratio above 3"
+        "kept 200 of 204 pairs; removed: 2 empty, 1 longer than 100 tokens, 1 token ratio above 3"
         in caplog.text
     )
     assert len(data.dev) == len(data.dev_src_texts) == len(data.dev_ref_texts) == 19
@@ -149,11 +149,11 @@ def test_length_filter_ratio_applies_only_to_long_enough_pairs():
         np.array([1, 4, 10, 30, 0]),
         np.array([4, 1, 31, 9, 5]),
         max_tokens_per_side=30,
-        max_length_ratio=3.0,
+        max_token_ratio=3.0,
         min_tokens_for_ratio=5,
     )
     assert keep.tolist() == [0, 1]
-    assert dict(report.removed) == {"empty": 1, "longer than 30 tokens": 1, "length ratio above 3": 1}
+    assert dict(report.removed) == {"empty": 1, "longer than 30 tokens": 1, "token ratio above 3": 1}
     assert report.kept == 2
 
 

@@ -141,6 +141,7 @@ binarize.encoded_corpus(sys.argv[1], sys.argv[2], src_tokenizer=tokenizer, tgt_t
 """
 
 
+@pytest.mark.slow
 def test_killed_build_leaves_nothing_trusted_and_a_rerun_finishes(tmp_path, tokenizer):
     src, tgt = write_corpus(tmp_path / "corpus", 400)
     tokenizer.save(tmp_path / "spm.model")

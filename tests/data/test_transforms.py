@@ -62,7 +62,7 @@ def test_drop_repeats_on_either_side() -> None:
 
 
 def test_drop_length_ratio_only_judges_long_enough_pairs() -> None:
-    transform = DropLengthRatio(max_ratio=2, min_chars=10)
+    transform = DropLengthRatio(max_char_ratio=2, min_chars=10)
     pairs = [("a" * 10, "b" * 5), ("a" * 11, "b" * 5), ("abc", ""), ("", "b" * 10), ("a" * 9, "b")]
     assert transform(pairs) == [("a" * 10, "b" * 5), None, ("abc", ""), None, ("a" * 9, "b")]
 
@@ -148,7 +148,7 @@ def test_every_transform_instantiates_from_a_hydra_entry() -> None:
             {"_target_": "seq2seq.data.transforms.UnicodeNormalize", "form": "NFKC"},
             {"_target_": "seq2seq.data.transforms.DropIdentical"},
             {"_target_": "seq2seq.data.transforms.DropRepeats", "max_char_run": 8, "max_word_run": 4},
-            {"_target_": "seq2seq.data.transforms.DropLengthRatio", "max_ratio": 2.5, "min_chars": 20},
+            {"_target_": "seq2seq.data.transforms.DropLengthRatio", "max_char_ratio": 2.5, "min_chars": 20},
             {"_target_": "seq2seq.data.transforms.Deduplicate"},
             {
                 "_target_": "seq2seq.data.transforms.LanguageFilter",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -45,6 +46,7 @@ def _rank_main(rank: int, world_size: int, store_path: str, out_dir: str) -> Non
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_two_process_gradients_equal_single_process_on_the_union(tmp_path: Path) -> None:
     single = make_trainer(tmp_path / "single", max_updates=1, update_freq=2, dropout=0.0)
     expected = _gradients_after_one_update(single, _first_two_batches(single))

@@ -48,6 +48,7 @@ def spawn(tmp_path: Path, name: str, out_dir: Path, max_updates: int, resume: bo
     mp.spawn(_rank, args=args, nprocs=2, join=True)
 
 
+@pytest.mark.slow
 def test_two_rank_resume_with_dropout_is_bitwise_identical(tmp_path: Path) -> None:
     spawn(tmp_path, "straight", tmp_path / "straight", max_updates=10)
     spawn(tmp_path, "first", tmp_path / "resumed", max_updates=5)  # stops after the checkpoint at update 4
@@ -107,6 +108,7 @@ def _nccl_rank(rank: int, port: int) -> None:
     dist.destroy_process_group()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 def test_nccl_ranks_use_their_own_gpus() -> None:
     mp.spawn(_nccl_rank, args=(29511,), nprocs=2, join=True)

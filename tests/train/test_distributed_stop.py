@@ -10,6 +10,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -75,6 +76,7 @@ def _run(tmp_path: Path, trigger: str) -> list[dict]:
     return [json.loads((out_dir / f"rank{rank}.json").read_text()) for rank in range(WORLD)]
 
 
+@pytest.mark.slow
 def test_one_ranks_clock_running_out_stops_every_rank_at_the_same_update(tmp_path: Path) -> None:
     outcomes = _run(tmp_path, "max_minutes")
     assert outcomes[0] == outcomes[1]
@@ -84,6 +86,7 @@ def test_one_ranks_clock_running_out_stops_every_rank_at_the_same_update(tmp_pat
     assert saved["step"] == 3 and len(saved["rng_per_rank"]) == WORLD
 
 
+@pytest.mark.slow
 def test_sigterm_to_one_rank_stops_every_rank_with_one_checkpoint(tmp_path: Path) -> None:
     outcomes = _run(tmp_path, "sigterm")
     assert outcomes[0] == outcomes[1]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_loop import make_trainer
 
 
+@pytest.mark.slow
 def test_early_stopping_after_exactly_patience_validations_without_improvement(tmp_path: Path) -> None:
     scores = iter([10.0, 12.0, 11.0, 12.0, 11.5, 30.0, 40.0])  # 12 at update 2, then three without gain
     trainer = make_trainer(tmp_path, max_updates=20)

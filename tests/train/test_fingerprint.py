@@ -104,13 +104,13 @@ def test_extra_corpora_and_transforms_define_the_run(tmp_path: Path) -> None:
                                            "extra_train[0].tgt": synthetic})  # fmt: skip
     (line,) = differences(with_bt, reweighted)
     assert line.startswith("data.train_mixing: [{}, {") and line.endswith('"weight": 2.0}]')
-    cleaning = [{"_target_": "seq2seq.data.transforms.DropLengthRatio", "max_ratio": 2.5}]
+    cleaning = [{"_target_": "seq2seq.data.transforms.DropLengthRatio", "max_char_ratio": 2.5}]
     cleaned, stricter = (
         changed("data.transforms", cleaning),
-        changed("data.transforms", [{**cleaning[0], "max_ratio": 2.0}]),
+        changed("data.transforms", [{**cleaning[0], "max_char_ratio": 2.0}]),
     )
     assert differences(run_fingerprint(cleaned, files), run_fingerprint(stricter, files)) == [
-        "data.transforms: " + _json(cleaning) + " → " + _json([{**cleaning[0], "max_ratio": 2.0}])
+        "data.transforms: " + _json(cleaning) + " → " + _json([{**cleaning[0], "max_char_ratio": 2.0}])
     ]
 
 

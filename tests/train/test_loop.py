@@ -76,6 +76,7 @@ def make_trainer(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_resume_after_interruption_is_bitwise_identical(tmp_path: Path, family: str) -> None:
     # 18 updates cross two epochs (the toy set gives about 7 batches per epoch).
@@ -92,6 +93,7 @@ def test_resume_after_interruption_is_bitwise_identical(tmp_path: Path, family: 
     assert resumed.state.epoch == straight.state.epoch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["encoder_decoder", "decoder_only"])
 def test_resume_from_numbered_checkpoint_after_kill(tmp_path: Path, family: str) -> None:
     """A run killed after checkpoint_6 (later updates lost) resumes from it and still matches.
@@ -106,6 +108,7 @@ def test_resume_from_numbered_checkpoint_after_kill(tmp_path: Path, family: str)
     assert all(torch.equal(a, b) for a, b in zip(straight.model.parameters(), resumed.model.parameters()))
 
 
+@pytest.mark.slow
 def test_checkpoint_rotation_keeps_last_n(tmp_path: Path) -> None:
     make_trainer(tmp_path, max_updates=12, save_every=3).fit()
     numbered = sorted(p.name for p in tmp_path.glob("checkpoint_*.pt"))
@@ -113,6 +116,7 @@ def test_checkpoint_rotation_keeps_last_n(tmp_path: Path) -> None:
     assert (tmp_path / "last.pt").is_file()
 
 
+@pytest.mark.slow
 def test_rotation_never_counts_or_deletes_checkpoints_numbered_after_the_run(tmp_path: Path) -> None:
     """A file the run did not write (checkpoint_9000.pt, numbered beyond its updates) neither pushes out
     the run's own checkpoints nor is deleted by it."""

@@ -42,6 +42,7 @@ def scores(history: list[dict]) -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 def test_a_run_killed_after_a_checkpoint_resumes_bitwise(
     straight_run: Path, corpus: Path, tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def test_a_run_killed_after_a_checkpoint_resumes_bitwise(
     assert scores(summaries[0]["history"]) == scores(summaries[1]["history"])
 
 
+@pytest.mark.slow
 def test_dev_scores_equal_decoding_the_dev_set_with_the_saved_model(straight_run: Path, corpus: Path) -> None:
     sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
     references = (corpus / "dev.es").read_text(encoding="utf-8").splitlines()

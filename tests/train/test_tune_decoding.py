@@ -12,6 +12,7 @@ import sacrebleu
 import torch
 from tiny_models import sentences, tiny_model, tiny_tokenizer
 from torch import nn
+from wrapped_model import Wrapped
 
 from seq2seq.decode.beam import beam_search
 from seq2seq.decode.hypotheses import Hypothesis
@@ -22,19 +23,13 @@ from seq2seq.train.tune_decoding import _Scorer, rerank, tune_decoding
 from seq2seq.train.validation import evenly_spaced
 
 
-class EosBias(nn.Module):
+class EosBias(Wrapped):
     """A random model made to end its outputs at many lengths (eos logit + `bias`), so that the length
     penalty changes which output wins."""
 
     def __init__(self, model: nn.Module, eos: int, bias: float) -> None:
-        super().__init__()
-        self.model, self.eos, self.bias, self.config = model, eos, bias, model.config
-
-    def encode(self, src: torch.Tensor) -> Any:
-        return self.model.encode(src)
-
-    def init_state(self, *args: Any, **kwargs: Any) -> Any:
-        return self.model.init_state(*args, **kwargs)
+        super().__init__(model)
+        self.eos, self.bias = eos, bias
 
     def decode_step(self, tokens: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
         logits, state = self.model.decode_step(tokens, state)
@@ -42,6 +37,7 @@ class EosBias(nn.Module):
         return logits, state
 
 
+@pytest.mark.slow
 def test_reranking_the_finished_hypotheses_equals_searching_with_each_penalty() -> None:
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer.vocab_size, max_positions=128)
@@ -94,6 +90,10 @@ def short_and_full(reference: list[int], keep: int) -> list[Hypothesis]:
     ]
 
 
+# The model of tests whose searches are replaced: only its positions are read (they never limit here).
+UNSEARCHED = SimpleNamespace(max_positions=1 << 20)
+
+
 def finding_short_and_full(monkeypatch: pytest.MonkeyPatch, dev: SimpleNamespace) -> None:
     """Every sentence's search finds short_and_full(reference, keep=4): a penalty of 1.3 gains everywhere."""
     found = [short_and_full(reference, keep=4) for reference in dev.references]
@@ -103,7 +103,7 @@ def finding_short_and_full(monkeypatch: pytest.MonkeyPatch, dev: SimpleNamespace
 def test_a_clear_gain_changes_the_length_penalty(monkeypatch: pytest.MonkeyPatch) -> None:
     dev = dev_set(40, source_length=20, reference_length=8)
     finding_short_and_full(monkeypatch, dev)
-    record = tune_decoding(torch.nn.Identity(), dev, sentences=None)
+    record = tune_decoding(UNSEARCHED, dev, sentences=None)
     assert record["chosen"] and record["values"] == {"length_penalty": 1.3, "max_len_a": 1.2}
     assert record["bleu"] == pytest.approx(100.0) and record["default_bleu"] < 60 and record["wins"] == 1.0
     assert record["searches"] == 1 and record["exact"] and record["sentences"] == 40
@@ -122,7 +122,7 @@ def test_a_gain_within_noise_keeps_the_defaults(monkeypatch: pytest.MonkeyPatch)
             short_and_full(dev.references[0], keep=4), *([hyp] for hyp in same[1:])
         ],
     )  # fmt: skip
-    record = tune_decoding(torch.nn.Identity(), dev, sentences=None)
+    record = tune_decoding(UNSEARCHED, dev, sentences=None)
     assert not record["chosen"] and record["values"] == {"length_penalty": 1.0, "max_len_a": 1.2}
     other = record["best_other"]
     assert other["values"]["length_penalty"] == 1.3 and other["bleu"] > record["default_bleu"]
@@ -142,7 +142,7 @@ def test_outputs_at_the_length_limit_lead_to_a_wider_limit(monkeypatch: pytest.M
         return [[Hypothesis(tokens=ref[:limit], score=0.0, log_prob=-1.0)] for ref in sample]
 
     monkeypatch.setattr(tuning_module, "finished_hypotheses", search)
-    record = tune_decoding(torch.nn.Identity(), dev, sentences=12)
+    record = tune_decoding(UNSEARCHED, dev, sentences=12)
     assert searched == [1.2, 1.8] and record["searches"] == 2 and record["limit_share"] == 1.0
     assert record["chosen"] and record["values"] == {"length_penalty": 1.0, "max_len_a": 1.8}
     assert record["sentences"] == 12 and record["dev_sentences"] == 30
@@ -159,8 +159,6 @@ def test_without_stop_early_the_winner_is_confirmed_by_a_real_search(monkeypatch
         return [short_and_full(ref, keep=4)[0] for ref in dev.references]  # the short ones after all
 
     monkeypatch.setattr(tuning_module, "real_search", real_search)
-    record = tune_decoding(
-        torch.nn.Identity(), dev, sentences=None, base=DEFAULT_OPTIONS.replace(stop_early=False)
-    )
+    record = tune_decoding(UNSEARCHED, dev, sentences=None, base=DEFAULT_OPTIONS.replace(stop_early=False))
     assert confirmed == [1.3] and record["searches"] == 2 and not record["exact"]
     assert not record["chosen"] and record["values"]["length_penalty"] == 1.0

@@ -78,6 +78,7 @@ def _find(lines, en_ref):
     raise AssertionError(f"{en_ref} not in the corpus")
 
 
+@pytest.mark.slow
 def test_split_sizes_and_words_match_the_expected_corpus(lines, stats):
     counts = {split: len(lines[split]["en"]) for split in SPLITS}
     print(f"pairs {counts}, words {stats['words']['en']['total']} en / {stats['words']['es']['total']} es")
@@ -90,6 +91,7 @@ def test_split_sizes_and_words_match_the_expected_corpus(lines, stats):
     assert stats["export_seconds"] < 60
 
 
+@pytest.mark.slow
 def test_files_are_parallel_and_have_no_empty_line(lines):
     for split in SPLITS:
         files = lines[split]
@@ -112,6 +114,7 @@ KNOWN_VERSES = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reference", KNOWN_VERSES)
 def test_known_verses_in_both_languages(lines, reference):
     split, ids, en, es = _find(lines, reference)
@@ -120,6 +123,7 @@ def test_known_verses_in_both_languages(lines, reference):
     assert en.startswith(en_start) and es.startswith(es_start)
 
 
+@pytest.mark.slow
 def test_source_quirks_are_handled(lines):
     everything = [line for split in SPLITS for ext in ("en", "es") for line in lines[split][ext]]
     assert _find(lines, "Rev.22.21")[2] == "The grace of the Lord Jesus Christ be with all the saints. Amen."
@@ -132,6 +136,7 @@ def test_source_quirks_are_handled(lines):
     assert spanish_openings[2].startswith("Y pasando Jesús, vió")
 
 
+@pytest.mark.slow
 def test_no_glued_words(lines):
     """Checked on every line, not a sample: words glued where markup was removed would show here."""
     everything = [line for split in SPLITS for ext in ("en", "es") for line in lines[split][ext]]
@@ -144,6 +149,7 @@ def test_no_glued_words(lines):
     assert not any("Godcreated" in line or "FUÉque" in line for line in everything)
 
 
+@pytest.mark.slow
 def test_every_drop_is_listed_with_a_reason(bible_dir, stats):
     rows = (bible_dir / "dropped.tsv").read_text(encoding="utf-8").splitlines()
     assert rows[0] == "en\tes\treason\tdetail"
@@ -161,6 +167,7 @@ def test_every_drop_is_listed_with_a_reason(bible_dir, stats):
     assert stats["re_paired_by_chapter"]["Num.13"] >= 30 and stats["re_paired_by_chapter"]["Job.39"] >= 20
 
 
+@pytest.mark.slow
 def test_a_second_prepare_is_a_no_op(bible_dir, stats):
     before = (bible_dir / "train.en").stat().st_mtime_ns
     started = time.perf_counter()
@@ -175,6 +182,7 @@ def test_a_second_prepare_is_a_no_op(bible_dir, stats):
     assert again == stats and (bible_dir / "train.en").stat().st_mtime_ns == before
 
 
+@pytest.mark.slow
 def test_padding_waste_on_a_sample_of_the_training_set(lines):
     en, es = lines["train"]["en"][:6000], lines["train"]["es"][:6000]
     tokenizer = Tokenizer.train(en + es, vocab_size=4000, model_type="bpe")
