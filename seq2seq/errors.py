@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
 
 log = logging.getLogger("seq2seq")
 
@@ -33,3 +35,17 @@ def warn_renamed_keyword(old: str, new: str, *, depth: int = 1) -> None:
 def log_renamed_field(old: str, new: str, *, logger: logging.Logger = log) -> None:
     """A logged warning for an old CLI key or JSON field."""
     logger.warning("%s", deprecation_message(old, new))
+
+
+def renamed_attributes(module: str, renamed: Mapping[str, tuple[str, Any]]) -> Callable[[str], Any]:
+    """A module's `__getattr__` that still answers to names of the last release (old -> (new name, value)),
+    each with the one deprecation line; any other unknown name is an AttributeError as usual."""
+
+    def module_getattr(name: str) -> Any:
+        if name not in renamed:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        new, value = renamed[name]
+        warn_renamed_keyword(name, new)
+        return value
+
+    return module_getattr

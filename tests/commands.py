@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from toy_corpus import tiny_train_overrides
+
 ENV = {**os.environ, "HYDRA_FULL_ERROR": "0", "OMP_NUM_THREADS": "1"}
 
 # Runs the command named by its second argument with the rest as arguments, killing itself with SIGKILL
@@ -49,6 +51,16 @@ def run_module(module: str, *args: str, cwd: Path, stdin: bytes | None = None) -
         timeout=300,
         check=False,
     )
+
+
+def train_tiny(corpus: Path, run_dir: Path, *changes: str) -> Path:
+    """`run_dir`, a finished seconds-long seq2seq-train run on `corpus` (tiny_train_overrides with `changes`)
+    started from run_dir's parent folder."""
+    result = run_module(
+        "seq2seq.cli.train", *tiny_train_overrides(corpus, run_dir, *changes), cwd=run_dir.parent
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return run_dir
 
 
 def error_line(result: subprocess.CompletedProcess) -> str:

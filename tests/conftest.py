@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from commands import run_module
-from toy_corpus import tiny_train_overrides, write_toy_corpus
+from commands import train_tiny
+from toy_corpus import write_toy_corpus
 
 
 @pytest.fixture(scope="session")
@@ -22,10 +22,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def finished_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 4-update tiny training run; tests that modify it must work on a copy."""
-    run_dir = tmp_path_factory.mktemp("run") / "run"
-    result = run_module("seq2seq.cli.train", *tiny_train_overrides(corpus, run_dir), cwd=run_dir.parent)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir
+    return train_tiny(corpus, tmp_path_factory.mktemp("run") / "run")
 
 
 @pytest.fixture

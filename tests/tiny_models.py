@@ -5,7 +5,10 @@ a few words, a sentencepiece model of them) and its checkpoint file."""
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +80,33 @@ def save_tiny_checkpoint(
     }
     save_checkpoint(path, payload)
     return path
+
+
+def tiny_model_checkpoint(directory: Path, *, step: int, **settings: Any) -> Path:
+    """directory/model.pt, a checkpoint file of tiny_model(vocab, **settings) over tiny_tokenizer()'s
+    vocabulary."""
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer.vocab_size, **settings)
+    return save_tiny_checkpoint(directory / "model.pt", model, tokenizer, step=step)
+
+
+def tiny_checkpoints(
+    directory: Path, models: dict[str, Callable[[int], nn.Module]], *, step: int | None = None, **extra: Any
+) -> dict[str, Path]:
+    """name -> directory/name.pt, a checkpoint file of the model `models[name](vocab)` builds over
+    tiny_tokenizer()'s vocabulary (all built first, in order): all at `step`, or (step None) at updates 1,
+    2, ... in their order, as a run's numbered checkpoints; `extra` as for save_tiny_checkpoint."""
+    tokenizer = tiny_tokenizer()
+    built = {name: build(tokenizer.vocab_size) for name, build in models.items()}
+    steps = itertools.count(1) if step is None else itertools.repeat(step)
+    return {
+        name: save_tiny_checkpoint(directory / f"{name}.pt", model, tokenizer, step=at, **extra)
+        for (name, model), at in zip(built.items(), steps)
+    }
+
+
+# For tiny_checkpoints: a causal model and a prefix LM (seeds 0 and 1), clear-cut choices, 128 positions.
+SHARP_DECODER_ONLY_PAIR = {
+    "causal": partial(tiny_decoder_only, sharpness=4.0, max_positions=128),
+    "prefix_lm": partial(tiny_decoder_only, seed=1, prefix_lm=True, sharpness=4.0, max_positions=128),
+}

@@ -32,6 +32,7 @@ API_MARKER = "api/"  # the nav value that stands for the generated API pages
 CONFIG_PAGE = "reference/configuration.md"
 SETTINGS_PAGE = "reference/translation-settings.md"
 SETTINGS_MODULE = ROOT / PACKAGE / "inference" / "settings.py"
+ERRORS_MODULE = ROOT / PACKAGE / "errors.py"
 # Layers in import order (the package docstring's order); anything else follows alphabetically.
 LAYERS = ["errors", "files", "checkpoint", "precision", "metrics", "nn", "model", "data", "decode", "train",
           "inference", "qe", "export", "serve", "cli"]  # fmt: skip
@@ -241,7 +242,11 @@ def configuration_page() -> str:
 def _settings_module() -> Any:
     """seq2seq/inference/settings.py, read from its file: it imports nothing but the standard library, so
     the manual builds without PyTorch."""
-    spec = importlib.util.spec_from_file_location("seq2seq_translation_settings", SETTINGS_MODULE)
+    return _module_from_file("seq2seq_translation_settings", SETTINGS_MODULE)
+
+
+def _module_from_file(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
@@ -269,7 +274,8 @@ def settings_page() -> str:
         cells = [_cell(setting.cli), serve, _cell(python) + where, _cell(setting.server),
                  html.escape(setting.description, quote=False).replace("|", "&#124;") + note]  # fmt: skip
         rows.append("| " + " | ".join(cells) + " |")
-    message = html.escape(settings.deprecation_message("<old>", "<new>"), quote=False)
+    errors = _module_from_file("seq2seq_errors", ERRORS_MODULE)  # the standard library only, too
+    message = html.escape(errors.deprecation_message("<old>", "<new>"), quote=False)
     aliases = [
         f"| {alias.surface} | {alias.where} | `{alias.old}` | {_alias_name(alias.new)} |"
         for alias in settings.DEPRECATED

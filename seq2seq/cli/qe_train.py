@@ -24,18 +24,12 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from seq2seq.cli import training_setup as setup
 from seq2seq.cli.hydra_records import write_hydra_records
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
 from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
-from seq2seq.cli.training_setup import (
-    check_targets,
-    model_family,
-    resume_path,
-    seed_everything,
-    trainer_options,
-)
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
@@ -111,9 +105,9 @@ def train_qe(cfg: DictConfig) -> float | None:
     device = pick_device(command.device, setting="trainer.device")
     if command.num_threads:
         torch.set_num_threads(command.num_threads)
-    seed_everything(int(cfg.seed))
-    options = trainer_options(cfg)
-    checkpoint = resume_path(command.resume, run_dir)
+    setup.seed_everything(int(cfg.seed))
+    options = setup.trainer_options(cfg)
+    checkpoint = setup.resume_path(command.resume, run_dir)
     hold_run_directory(run_dir)  # one training process per run directory
     check_run_directory(run_dir, checkpoint, command.resume)
     src_tokenizer, tgt_tokenizer, tokenizer_payload = read_tokenizers(data_dir)
@@ -121,7 +115,7 @@ def train_qe(cfg: DictConfig) -> float | None:
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
     model = build_qe_model(cfg, src_tokenizer, tgt_tokenizer, device, initialise=checkpoint is None)
-    datasets = read_datasets(data_dir, src_tokenizer, tgt_tokenizer, int(model.config["max_positions"]))
+    datasets = read_datasets(data_dir, src_tokenizer, tgt_tokenizer, model.max_positions)
     extras = {"config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,
               "tokenizer": tokenizer_payload, "fingerprint": fingerprint}  # fmt: skip
     trainer = build_qe_trainer(cfg, command, model, datasets, run_dir=run_dir, device=device,
@@ -140,8 +134,8 @@ def train_qe(cfg: DictConfig) -> float | None:
 def check_qe_settings(cfg: DictConfig) -> CommandSettings:
     """The settings checked before the run directory is touched: the model must be encoder-only, and the
     end-of-run steps of translation runs are not asked for."""
-    check_targets(cfg)
-    if model_family(cfg.model) != ENCODER_ONLY:
+    setup.check_targets(cfg)
+    if setup.model_family(cfg.model) != ENCODER_ONLY:
         raise UserError(f"seq2seq-qe-train trains model=encoder_only, not {cfg.model._target_}; "
                         "pass model=encoder_only (or a config built on it)")  # fmt: skip
     command = CommandSettings.from_config(cfg.trainer)
@@ -187,7 +181,7 @@ def build_qe_trainer(
     dev validation (loss, Pearson, Spearman)."""
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
-    seed_everything(int(cfg.seed))
+    setup.seed_everything(int(cfg.seed))
     pad_id = model.pad_id  # the tokenizers' (build_qe_model)
     progress = progress_bar_setting(command.progress_bar, setting="trainer.progress_bar")
     reporter = Reporter(

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from seq2seq.errors import UserError
+from seq2seq.errors import UserError, renamed_attributes
 
 _TYPES = {"int": int, "float": float, "bool": bool}
 # Settings a model may carry tuned values of (seq2seq.decode.tuned_decoding); null in a config = not set.
@@ -97,14 +96,8 @@ def _typed_values(values: Mapping[str, Any], *, prefix: str) -> dict[str, Any]:
     return typed
 
 
-def __getattr__(name: str) -> Any:
-    """The constant's name before this release, still accepted with a warning (until the next one)."""
-    if name == "MODEL_TUNED":
-        warnings.warn("MODEL_TUNED is deprecated and will stop working in the next release; "
-                      "use TUNED_SETTINGS",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
-        return TUNED_SETTINGS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The name of the last release, still accepted with a warning until the next one.
+__getattr__ = renamed_attributes(__name__, {"MODEL_TUNED": ("TUNED_SETTINGS", TUNED_SETTINGS)})
 
 
 __all__ = ["TUNED_SETTINGS", "SearchOptions", "given_settings"]

@@ -11,13 +11,12 @@ model's. One log line says which values a Translator uses and why.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from seq2seq.decode.options import TUNED_SETTINGS, SearchOptions, given_settings
-from seq2seq.errors import UserError
+from seq2seq.errors import UserError, renamed_attributes
 
 # In a checkpoint and in an exported directory's seq2seq.json; `decoding` before (checkpoints: format
 # version 2, migrated by seq2seq.checkpoint; exports: read by seq2seq.inference.exported.read_metadata).
@@ -116,14 +115,8 @@ def _bleu(value: Any) -> str:
     return f"{value:.1f}" if isinstance(value, (int, float)) else "?"
 
 
-def __getattr__(name: str) -> Any:
-    """The class's name before this release, still accepted with a warning (until the next one)."""
-    if name == "ModelDecoding":
-        warnings.warn("ModelDecoding is deprecated and will stop working in the next release; "
-                      "use TunedDecoding",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
-        return TunedDecoding
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The name of the last release, still accepted with a warning until the next one.
+__getattr__ = renamed_attributes(__name__, {"ModelDecoding": ("TunedDecoding", TunedDecoding)})
 
 
 __all__ = ["PAYLOAD_KEY", "TunedDecoding", "apply_model_decoding", "requested_options"]

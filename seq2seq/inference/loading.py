@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
-from seq2seq.errors import UserError
+from seq2seq.errors import UserError, warn_renamed_keyword
 from seq2seq.model import build_from_config
 from seq2seq.model.families import TRANSLATING_FAMILIES
 from seq2seq.nn.backends import xformers_installed
@@ -36,8 +35,7 @@ class LoadedModel:
     @property
     def decoding(self) -> dict[str, Any] | None:
         """The name before this release, still accepted with a warning (until the next one)."""
-        warnings.warn("LoadedModel.decoding is deprecated and will stop working in the next release; "
-                      "use LoadedModel.tuned_decoding", DeprecationWarning, stacklevel=2)  # fmt: skip
+        warn_renamed_keyword("LoadedModel.decoding", "LoadedModel.tuned_decoding")
         return self.tuned_decoding
 
 

@@ -239,8 +239,8 @@ class EncodedTerms:
 def encode_terms(translator: Translator, parsed: ParsedRequest, encoded: EncodedInput) -> EncodedTerms:
     """The request's constraints (its own and the server's glossary's) as target tokens; 422 naming the
     sentence when one cannot be met (seq2seq.inference.constraint_input)."""
-    if parsed.constraints is None and parsed.avoid is None and getattr(translator, "glossary", None) is None:
-        return EncodedTerms(None, ())  # nothing to encode (and a Translator stand-in need not know how)
+    if parsed.constraints is None and parsed.avoid is None and translator.glossary is None:
+        return EncodedTerms(None, ())  # nothing to encode
     try:
         constraints, avoid = translator.encode_constraints(
             parsed.texts, encoded, parsed.options, constraints=parsed.constraints, avoid=parsed.avoid,

@@ -11,6 +11,8 @@ import os
 
 import torch
 import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 log = logging.getLogger(__name__)
 
@@ -90,3 +92,8 @@ def gather_objects(value: object) -> list[object] | None:
     gathered: list[object] | None = [None] * world_size() if is_main() else None
     dist.gather_object(value, gathered, dst=0)
     return gathered
+
+
+def unwrapped(model: nn.Module) -> nn.Module:
+    """The model itself: DistributedDataParallel keeps it in `.module`."""
+    return model.module if isinstance(model, DistributedDataParallel) else model

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from seq2seq.checkpoint import (
     FORMAT_VERSION,
@@ -191,7 +192,7 @@ class Trainer:
             batch = batch.to(self.device)
             sync = index == len(group) - 1
             with (
-                nullcontext() if sync or not hasattr(model, "no_sync") else model.no_sync(),
+                nullcontext() if sync or not isinstance(model, DistributedDataParallel) else model.no_sync(),
                 autocast(self.precision, self.device),
             ):
                 out = self.objective(model, batch, self.loss_fn, pad_id=self._unwrapped().pad_id)
@@ -303,7 +304,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def _unwrapped(self) -> nn.Module:
-        return getattr(self.model, "module", self.model)
+        return distributed.unwrapped(self.model)
 
     def payload(self) -> dict[str, Any]:
         state = self.state

@@ -9,6 +9,7 @@ from typing import Any
 from torch import nn
 
 from seq2seq.data.collate import Batch
+from seq2seq.train.distributed import unwrapped
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ def batch_loss(model: nn.Module, batch: Batch, loss_fn: Callable[..., Any], *, p
     (N,) labels.
     """
     keep = batch.tgt_out != pad_id  # (B, T)
-    output_weight = getattr(model, "module", model).output.weight  # (V, D); DDP keeps the model in .module
-    source_weight = getattr(loss_fn, "source_weight", 0.0)
+    output_weight = unwrapped(model).output.weight  # (V, D)
+    source_weight = loss_fn.source_weight if isinstance(loss_fn, TrainingLoss) else 0.0
     if not source_weight:
         hidden = model(batch.src, batch.tgt_in, output_keep=keep, project=False)  # (N, D)
         return loss_fn(hidden, output_weight, batch.tgt_out[keep])

@@ -4,11 +4,12 @@ other model settings (a causal model and a prefix LM) are a one-line error."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
+from tiny_models import sentences, tiny_checkpoints, tiny_decoder_only, tiny_model
 
 from seq2seq import Translator
 from seq2seq.checkpoint import load_checkpoint
@@ -20,18 +21,14 @@ OPTIONS = {"beam_size": 1, "max_len_a": 0.0, "max_len_b": 12}
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    tokenizer = tiny_tokenizer()
-    vocab, directory = tokenizer.vocab_size, tmp_path_factory.mktemp("checkpoints")
+    """Four tiny models of one tokenizer, saved at updates 1 to 4 in this order."""
     models = {
-        "checkpoint_1": tiny_decoder_only(vocab, seed=1, sharpness=4.0),
-        "checkpoint_2": tiny_decoder_only(vocab, seed=2, sharpness=4.0),
-        "prefix_lm": tiny_decoder_only(vocab, seed=5, prefix_lm=True),
-        "encoder_decoder": tiny_model(vocab, seed=6),
+        "checkpoint_1": partial(tiny_decoder_only, seed=1, sharpness=4.0),
+        "checkpoint_2": partial(tiny_decoder_only, seed=2, sharpness=4.0),
+        "prefix_lm": partial(tiny_decoder_only, seed=5, prefix_lm=True),
+        "encoder_decoder": partial(tiny_model, seed=6),
     }
-    return {
-        name: save_tiny_checkpoint(directory / f"{name}.pt", model, tokenizer, step=step)
-        for step, (name, model) in enumerate(models.items(), start=1)
-    }
+    return tiny_checkpoints(tmp_path_factory.mktemp("checkpoints"), models)
 
 
 def test_the_average_of_two_loads_as_a_decoder_only_model(checkpoints, tmp_path: Path) -> None:

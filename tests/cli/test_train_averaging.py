@@ -19,6 +19,17 @@ from seq2seq.decode.options import SearchOptions
 from seq2seq.precision import resolve_precision
 
 
+def dev_bleu(checkpoint: Path, corpus: Path, *, pairs: int | None = None) -> float:
+    """The BLEU of `checkpoint` on the first `pairs` dev pairs of `corpus` (None: all), decoded as the run
+    decodes its dev set: the default search, in the run's trainer.precision=auto."""
+    sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()[:pairs]
+    references = (corpus / "dev.es").read_text(encoding="utf-8").splitlines()[:pairs]
+    precision = resolve_precision("auto", torch.device("cpu"))  # the run's trainer.precision=auto
+    translator = Translator.from_checkpoint(checkpoint, options=SearchOptions(), precision=precision)
+    hypotheses = [t.text for t in translator.translate(sources)]
+    return sacrebleu.corpus_bleu(hypotheses, [references]).score
+
+
 @pytest.mark.slow
 def test_a_run_ends_with_the_average_of_its_last_checkpoints(corpus: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
@@ -32,14 +43,7 @@ def test_a_run_ends_with_the_average_of_its_last_checkpoints(corpus: Path, tmp_p
     record = json.loads((run_dir / "summary.json").read_text())["averaged"]
     assert record["steps"] == [4, 6] and averaged["averaged_dev"] == record
     # Its dev BLEU is over every dev sentence, as decoding them with averaged.pt gives.
-    sources = (corpus / "dev.en").read_text(encoding="utf-8").splitlines()
-    references = (corpus / "dev.es").read_text(encoding="utf-8").splitlines()
-    precision = resolve_precision("auto", torch.device("cpu"))  # the run's trainer.precision=auto
-    hypotheses = Translator.from_checkpoint(
-        run_dir / "averaged.pt", options=SearchOptions(), precision=precision
-    ).translate(sources)
-    hypotheses = [t.text for t in hypotheses]
-    assert record["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score, abs=1e-6)
+    assert record["bleu"] == pytest.approx(dev_bleu(run_dir / "averaged.pt", corpus), abs=1e-6)
     assert "averaged.pt: the mean of 2 checkpoints (updates 4, 6)" in result.stdout + result.stderr
 
 
@@ -66,14 +70,7 @@ def test_with_too_few_checkpoints_the_objective_is_the_last_checkpoint_on_the_wh
     record = json.loads((run_dir / "summary.json").read_text())["averaged"]
     assert record["checkpoint"] == str(run_dir / "last.pt") and record["steps"] == [2]
     assert record["averaged"] is False and (record["dev_pairs"], record["dev_pairs_left_out"]) == (20, 1)
-    sources = (data / "dev.en").read_text(encoding="utf-8").splitlines()[:20]
-    references = (data / "dev.es").read_text(encoding="utf-8").splitlines()[:20]
-    precision = resolve_precision("auto", torch.device("cpu"))  # the run's trainer.precision=auto
-    hypotheses = Translator.from_checkpoint(
-        run_dir / "last.pt", options=SearchOptions(), precision=precision
-    ).translate(sources)
-    hypotheses = [t.text for t in hypotheses]
-    assert record["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references]).score, abs=1e-6)
+    assert record["bleu"] == pytest.approx(dev_bleu(run_dir / "last.pt", data, pairs=20), abs=1e-6)
 
 
 @pytest.mark.slow

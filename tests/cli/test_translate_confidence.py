@@ -9,19 +9,16 @@ a Python start-up each); one runs as a user runs it, stdin to stdout.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
 import pytest
 from commands import MIXED_LINES, error_line, run_module
-from hydra import compose, initialize_config_dir
-from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
+from in_process import translate_lines
+from tiny_models import sentences
+from tiny_translator import tiny_translator_fixtures
 
 from seq2seq import Translator
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.translate import translate
 from seq2seq.inference.confidence import Translation
 
 LINES = [*sentences(4, seed=1), "", "   ", "the dog 🐕 sees the cat"]  # blank lines stay blank
@@ -29,35 +26,14 @@ OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}  # the Translator's side of SHORT
 SHORT = ["decode.max_len_a=0", "decode.max_len_b=12"]
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer.vocab_size, sharpness=4.0, max_positions=128)
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("model") / "model.pt", model, tokenizer, step=3)
-
-
-@pytest.fixture(scope="module")
-def translator(checkpoint: Path) -> Translator:
-    return Translator.from_checkpoint(checkpoint, options=OPTIONS)
+checkpoint, translator = tiny_translator_fixtures(OPTIONS, step=3, sharpness=4.0, max_positions=128)
 
 
 def run_translate(
     checkpoint: Path, tmp_path: Path, *overrides: str, lines: list[str] = LINES
 ) -> tuple[int, str, list[str] | None]:
     """The command's function on `lines` -> (exit code, stderr, output lines or None if none written)."""
-    source, output = tmp_path / "input.txt", tmp_path / "output.txt"
-    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    settings = [f"checkpoint={checkpoint}", f"input={source}", f"output={output}", *SHORT, *overrides]
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("translate", overrides=settings)
-    stderr, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(stderr):
-        try:
-            translate(cfg)
-        except SystemExit as stop:
-            code = stop.code
-    written = output.read_text(encoding="utf-8").split("\n")[:-1] if output.exists() else None
-    return code, stderr.getvalue(), written
+    return translate_lines(tmp_path, lines, f"checkpoint={checkpoint}", *SHORT, *overrides)
 
 
 def record(translation: Translation) -> dict:

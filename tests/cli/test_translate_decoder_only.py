@@ -13,19 +13,23 @@ differ for every input, so equal lines mean equal searches.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
+from functools import partial
 from pathlib import Path
 
 import pytest
 from commands import MIXED_LINES, error_line, run_module
-from hydra import compose, initialize_config_dir
-from tiny_models import TINY, save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
+from in_process import translate_lines
+from tiny_models import (
+    SHARP_DECODER_ONLY_PAIR,
+    TINY,
+    sentences,
+    tiny_checkpoints,
+    tiny_decoder_only,
+    tiny_model,
+)
 
 from seq2seq import Translator
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.translate import translate
 from seq2seq.errors import UserError
 from seq2seq.inference.confidence import Translation
 
@@ -38,18 +42,10 @@ Checkpoint = Path | list[Path]
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Random tiny models of one tokenizer: sharp ones (clear-cut choices), a flat one to sample from."""
-    tokenizer = tiny_tokenizer()
-    vocab, directory = tokenizer.vocab_size, tmp_path_factory.mktemp("checkpoints")
-    models = {
-        "causal": tiny_decoder_only(vocab, sharpness=4.0, max_positions=128),
-        "prefix_lm": tiny_decoder_only(vocab, seed=1, prefix_lm=True, sharpness=4.0, max_positions=128),
-        "flat": tiny_decoder_only(vocab, seed=2, max_positions=128),
-        "encoder_decoder": tiny_model(vocab, sharpness=4.0, max_positions=128),
-    }
-    return {
-        name: save_tiny_checkpoint(directory / f"{name}.pt", model, tokenizer, step=3)
-        for name, model in models.items()
-    }
+    flat = partial(tiny_decoder_only, seed=2, max_positions=128)
+    encoder_decoder = partial(tiny_model, sharpness=4.0, max_positions=128)
+    models = {**SHARP_DECODER_ONLY_PAIR, "flat": flat, "encoder_decoder": encoder_decoder}
+    return tiny_checkpoints(tmp_path_factory.mktemp("checkpoints"), models, step=3)
 
 
 def checkpoint_setting(checkpoint: Checkpoint) -> str:
@@ -62,19 +58,7 @@ def run_translate(
 ) -> tuple[int, str, list[str] | None]:
     """seq2seq-translate's function on `lines` with `overrides` -> (exit code, stderr, output lines or
     None when no output file was written)."""
-    source, output = tmp_path / "input.txt", tmp_path / "output.txt"
-    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    settings = [checkpoint_setting(checkpoint), f"input={source}", f"output={output}", *SHORT, *overrides]
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("translate", overrides=settings)
-    stderr, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(stderr):
-        try:
-            translate(cfg)
-        except SystemExit as stop:
-            code = stop.code
-    written = output.read_text(encoding="utf-8").split("\n")[:-1] if output.exists() else None
-    return code, stderr.getvalue(), written
+    return translate_lines(tmp_path, lines, checkpoint_setting(checkpoint), *SHORT, *overrides)
 
 
 def scored_lines(translations: list[Translation], lines: list[str] = LINES) -> list[str]:
@@ -215,6 +199,8 @@ def test_the_deprecated_prefix_key_still_works_with_one_warning(checkpoints, tmp
     assert warnings == ["prefix is deprecated and will stop working in the next release; use prefixes"]
 
 
+# heavy: the slowest of the quick loop (the ensemble's beam search, then each member's beam search alone)
+@pytest.mark.slow
 def test_an_ensemble_of_a_causal_and_a_prefix_lm_model(checkpoints, tmp_path: Path) -> None:
     pair = [checkpoints["causal"], checkpoints["prefix_lm"]]
     code, stderr, output = run_translate(pair, tmp_path, "scores=true")

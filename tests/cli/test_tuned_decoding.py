@@ -57,6 +57,8 @@ def test_the_translator_uses_the_models_own_settings(models: dict[str, Path], ex
     assert plain.options == DEFAULT_OPTIONS and texts(plain) == expected[1.0]
 
 
+# heavy: the slowest of the quick loop (two more beam-5 translations of all of TEXTS)
+@pytest.mark.slow
 def test_settings_given_in_python_win(models: dict[str, Path], expected) -> None:
     tuned = Translator.from_checkpoint(models["tuned"])
     assert texts(tuned, length_penalty=1.0) == expected[1.0]  # an argument of translate()

@@ -149,6 +149,8 @@ def test_forced_prefix_tokens_keep_their_model_probability(tokenizer, family):
     assert min(probabilities) < 0.5  # the model would not have chosen the forced start: it is not 1
 
 
+# heavy: the slowest of the quick loop (an ensemble's beam searches and its members' scoring, per family)
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["encoder_decoder", "decoder_only"])
 def test_an_ensemble_gives_the_mean_of_its_members_log_probabilities(tokenizer, family):
     members = [build(tokenizer, family, seed=0), build(tokenizer, family, seed=5)]

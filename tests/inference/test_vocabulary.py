@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
-from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
+from tiny_models import sentences
+from tiny_translator import tiny_translator_fixtures
 
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
@@ -28,16 +28,7 @@ class Scorer:
         return [-float(len(translation)) for translation in translations]
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer.vocab_size, max_positions=64, sharpness=4.0)
-    return save_tiny_checkpoint(tmp_path_factory.mktemp("model") / "model.pt", model, tokenizer, step=1)
-
-
-@pytest.fixture(scope="module")
-def translator(checkpoint: Path) -> Translator:
-    return Translator.from_checkpoint(checkpoint, options=OPTIONS)
+checkpoint, translator = tiny_translator_fixtures(OPTIONS, step=1, max_positions=64, sharpness=4.0)
 
 
 def one_warning(caught: list[warnings.WarningMessage], old: str, new: str) -> None:

@@ -33,6 +33,7 @@ class FlakyTranslator:
     UserError (the request's fault), "crash" a RuntimeError (the server's), "fatal" ends the thread."""
 
     options, step, max_input_tokens, languages = SearchOptions(beam_size=1), 0, 100, None
+    glossary = None  # a Translator without a glossary: a request without phrases encodes none
     engine = SimpleNamespace(name="stand-in")
 
     def encode(self, texts: list[str]) -> EncodedInput:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from serving import Server
-from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_tokenizer
+from tiny_models import SHARP_DECODER_ONLY_PAIR, sentences, tiny_checkpoints
 
 from seq2seq import Translator
 from seq2seq.inference.confidence import nbest_json
@@ -27,17 +27,8 @@ TEXTS = sentences(6, seed=4)
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    tokenizer = tiny_tokenizer()
-    vocab, directory = tokenizer.vocab_size, tmp_path_factory.mktemp("decoder_only")
-    models = {
-        "causal": tiny_decoder_only(vocab, sharpness=4.0, max_positions=128),
-        "prefix_lm": tiny_decoder_only(vocab, seed=1, prefix_lm=True, sharpness=4.0, max_positions=128),
-    }
-    extra = {"config": {"data": {"src_lang": "en", "tgt_lang": "xx"}}}
-    return {
-        name: save_tiny_checkpoint(directory / f"{name}.pt", model, tokenizer, step=5, **extra)
-        for name, model in models.items()
-    }
+    directory, languages = tmp_path_factory.mktemp("decoder_only"), {"src_lang": "en", "tgt_lang": "xx"}
+    return tiny_checkpoints(directory, SHARP_DECODER_ONLY_PAIR, step=5, config={"data": languages})
 
 
 @pytest.fixture(params=["causal", "prefix_lm"])

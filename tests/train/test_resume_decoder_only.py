@@ -13,25 +13,24 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
-from commands import ENV, KILL_AFTER_SAVE, run_module
+from commands import ENV, KILL_AFTER_SAVE, run_module, train_tiny
 from toy_corpus import tiny_train_overrides
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
 from seq2seq.precision import resolve_precision
 
+DECODER_ONLY = "model=decoder_only_tiny"
+
 
 def decoder_only_overrides(corpus: Path, run_dir: Path) -> list[str]:
-    return tiny_train_overrides(corpus, run_dir, "model=decoder_only_tiny")
+    return tiny_train_overrides(corpus, run_dir, DECODER_ONLY)
 
 
 @pytest.fixture(scope="module")
 def straight_run(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """4 updates of the tiny decoder-only model, validated at 2 and 4, never interrupted."""
-    run_dir = tmp_path_factory.mktemp("straight") / "run"
-    result = run_module("seq2seq.cli.train", *decoder_only_overrides(corpus, run_dir), cwd=run_dir.parent)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir
+    return train_tiny(corpus, tmp_path_factory.mktemp("straight") / "run", DECODER_ONLY)
 
 
 def scores(history: list[dict]) -> list[dict]:
@@ -74,7 +73,7 @@ def test_dev_scores_equal_decoding_the_dev_set_with_the_saved_model(straight_run
     translator = Translator.from_checkpoint(
         straight_run / "last.pt", options=SearchOptions(), precision=precision
     )
-    hypotheses = translator.translate(sources)
+    hypotheses = [translation.text for translation in translator.translate(sources)]
     history = json.loads((straight_run / "summary.json").read_text())["history"]
     assert [record["step"] for record in history] == [2, 4]
     assert history[-1]["bleu"] == pytest.approx(

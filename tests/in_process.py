@@ -1,0 +1,35 @@
+"""seq2seq commands run in this process: the command's function on the config Hydra composes from the
+overrides a user would type (a subprocess costs a Python start-up each; commands.py runs them as a user
+does)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+
+from seq2seq.cli.launch import config_dir
+from seq2seq.cli.translate import translate
+
+
+def translate_lines(
+    tmp_path: Path, lines: list[str], checkpoint: str, *overrides: str
+) -> tuple[int, str, list[str] | None]:
+    """seq2seq-translate's function on `lines` (written to tmp_path/input.txt, the output to
+    tmp_path/output.txt) with the setting `checkpoint` ("checkpoint=...") and `overrides` -> (exit code,
+    stderr, output lines or None when no output file was written)."""
+    source, output = tmp_path / "input.txt", tmp_path / "output.txt"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    settings = [checkpoint, f"input={source}", f"output={output}", *overrides]
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose("translate", overrides=settings)
+    stderr, code = io.StringIO(), 0
+    with contextlib.redirect_stderr(stderr):
+        try:
+            translate(cfg)
+        except SystemExit as stop:
+            code = stop.code
+    written = output.read_text(encoding="utf-8").split("\n")[:-1] if output.exists() else None
+    return code, stderr.getvalue(), written
