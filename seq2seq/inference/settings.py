@@ -81,7 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
     _row("long_lines", "long_lines", _F, None, True, "truncate | split | error: a source over "
          "max_input_tokens"),
     _row("encoding_errors", None, None, None, False, "strict | replace: invalid UTF-8 in the CLI's files"),
-    _row("scores", "scores", _T, None, False, "the CLI's score column; Python's Translations and the "
+    _row("scores", None, None, None, False, "the CLI's score column; Python's Translations and the "
          "server's n-best records always carry their score"),
     _row("confidence", "confidence", _T, "confidence", False, "each translation's confidence and token "
          "probabilities"),
@@ -134,7 +134,7 @@ class Alias:
 
 
 DEPRECATED: tuple[Alias, ...] = (
-    Alias("python", TRANSLATE, "return_scores", "scores"),
+    Alias("python", TRANSLATE, "return_scores", "each Translation's score (always filled)"),
     Alias("python", TRANSLATE, "return_confidence", "confidence"),
     Alias("python", FROM_CHECKPOINT, "quality", "qe_checkpoint"),
     Alias("cli", "seq2seq-translate", "prefix", "prefixes"),

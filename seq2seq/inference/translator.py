@@ -230,7 +230,6 @@ class Translator:
         length_penalty: float | None = None,
         max_len_a: float | None = None,
         max_len_b: int | None = None,
-        scores: bool = False,
         confidence: bool = False,
         max_tokens: int = 4096,
         options: SearchOptions | None = None,
@@ -242,7 +241,7 @@ class Translator:
     ) -> list[Translation]:
         """One Translation per text, in order (seq2seq.inference.confidence; `str()` of one is its text).
         Arguments left None keep `options` (default: this Translator's). Every Translation has its
-        `score` (`scores` is the CLI's name and changes nothing here); `confidence` fills its confidence,
+        `score` (what the CLI's `scores=true` writes as a column); `confidence` fills its confidence,
         mean_log_prob, tokens and token_probs (else None / empty). With nbest > 1, each Translation is the
         text's best and carries its n-best list, best first, in `nbest`. A text split into pieces joins
         the pieces' k-th hypotheses, its score is the sum of theirs and its confidence their tokens'
@@ -250,11 +249,11 @@ class Translator:
         each translation; forced tokens count in the score and the confidence. `constraints` (one list of
         target phrases per text, [] for none) must appear in the translations, with the glossary's
         (seq2seq.decode.constrained); `avoid` (phrases) must appear in none. A Translation then says how
-        many phrases it met and which engine found it. `return_scores` / `return_confidence`: the old
-        names of `scores` / `confidence`.
+        many phrases it met and which engine found it. `return_confidence`: the old name of `confidence`;
+        `return_scores`: no longer needed (every Translation has its score).
         """
         if return_scores is not None:
-            warn_renamed_keyword("return_scores", "scores")
+            warn_renamed_keyword("return_scores", "each Translation's score (always filled)")
         if return_confidence is not None:
             warn_renamed_keyword("return_confidence", "confidence")
             confidence = confidence or return_confidence

@@ -49,10 +49,10 @@ def test_the_average_of_two_loads_as_a_decoder_only_model(checkpoints, tmp_path:
     assert all(torch.equal(value, averaged["model"][key]) for key, value in model.state_dict().items())
     assert model.output.weight is model.stack.embedding.weight
     texts = sentences(4, seed=3)
-    translations = translator.translate(texts, scores=True)
+    translations = translator.translate(texts)
     assert all(t.score < 0 for t in translations)
     for path in inputs:  # the average translates as neither input does
-        assert Translator.from_checkpoint(path, options=OPTIONS).translate(texts, scores=True) != translations
+        assert Translator.from_checkpoint(path, options=OPTIONS).translate(texts) != translations
 
 
 @pytest.mark.parametrize(

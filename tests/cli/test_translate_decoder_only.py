@@ -73,7 +73,7 @@ def test_greedy_and_beam_equal_the_translator(checkpoints, tmp_path: Path, famil
     assert code == 0, stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints[family], options=OPTIONS)
     beam_size = 1 if decode == "greedy" else None  # None: the Translator's beam 5, as decode=beam
-    assert output == scored_lines(translator.translate(LINES, beam_size=beam_size, scores=True))
+    assert output == scored_lines(translator.translate(LINES, beam_size=beam_size))
     assert len(set(output)) == len(output)  # every input its own score: the comparison tells them apart
 
 
@@ -119,7 +119,7 @@ def test_the_command_as_a_user_runs_it(checkpoints, tmp_path: Path) -> None:
                         f"output={output}", *SHORT, "scores=true", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
-    expected = scored_lines(translator.translate(LINES, scores=True))
+    expected = scored_lines(translator.translate(LINES))
     assert output.read_text(encoding="utf-8").split("\n")[:-1] == expected
 
 
@@ -127,7 +127,7 @@ def test_nbest_lists_equal_the_translator(checkpoints, tmp_path: Path) -> None:
     code, stderr, output = run_translate(checkpoints["causal"], tmp_path, "decode.nbest=3")
     assert code == 0, stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)
-    nbest = [t.nbest for t in translator.translate(LINES, nbest=3, scores=True)]
+    nbest = [t.nbest for t in translator.translate(LINES, nbest=3)]
     expected = [
         f"{index} ||| {t.text} ||| {t.score:.4f}" for index, ranked in enumerate(nbest) for t in ranked
     ]
@@ -161,7 +161,7 @@ def test_seeded_sampling_equals_the_translator(checkpoints, tmp_path: Path) -> N
     assert code == 0, stderr[-2000:]
     options = {**OPTIONS, "beam_size": 1, "sampling": True, "temperature": 2.0, "seed": 7}
     translator = Translator.from_checkpoint(checkpoints["flat"], options=options)
-    assert output == scored_lines(translator.translate(LINES, scores=True))
+    assert output == scored_lines(translator.translate(LINES))
     other_seed = translator.translate(LINES, options=translator.options.replace(seed=8))
     assert [line.split("\t")[0] for line in output] != [
         t.text for t in other_seed
@@ -206,9 +206,9 @@ def test_an_ensemble_of_a_causal_and_a_prefix_lm_model(checkpoints, tmp_path: Pa
     code, stderr, output = run_translate(pair, tmp_path, "scores=true")
     assert code == 0, stderr[-2000:]
     ensemble = Translator.from_checkpoint(pair, options=OPTIONS)
-    assert output == scored_lines(ensemble.translate(LINES, scores=True))
+    assert output == scored_lines(ensemble.translate(LINES))
     for member in pair:  # both models count: the ensemble scores like neither alone
-        alone = Translator.from_checkpoint(member, options=OPTIONS).translate(LINES, scores=True)
+        alone = Translator.from_checkpoint(member, options=OPTIONS).translate(LINES)
         assert all(a != b for a, b in zip(output[:5], scored_lines(alone)))
 
 

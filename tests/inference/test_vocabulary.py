@@ -77,15 +77,17 @@ def test_nbest_json_is_the_one_nbest_shape(translator):
     ]
 
 
-@pytest.mark.parametrize(("old", "new"), [("return_confidence", "confidence"), ("return_scores", "scores")])
-def test_the_old_translate_keywords_still_work_and_warn_once(translator, old, new):
+def test_the_old_translate_keywords_still_work_and_warn_once(translator):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        found = translator.translate(TEXTS, **{old: True})
-    one_warning(caught, old, new)
-    assert found == translator.translate(TEXTS, **{new: True})
-    if old == "return_confidence":
-        assert found[0].confidence is not None
+        found = translator.translate(TEXTS, return_confidence=True)
+    one_warning(caught, "return_confidence", "confidence")
+    assert found == translator.translate(TEXTS, confidence=True) and found[0].confidence is not None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = translator.translate(TEXTS, return_scores=True)
+    one_warning(caught, "return_scores", "each Translation's score (always filled)")
+    assert found == translator.translate(TEXTS) and all(isinstance(t.score, (int, float)) for t in found)
 
 
 def test_qe_checkpoint_and_rerank_take_the_cli_meaning(checkpoint, translator):
