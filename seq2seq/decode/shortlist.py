@@ -251,7 +251,8 @@ class CandidateProjection(nn.Module):
     other token; `keep` (B, V) holds each sentence's own candidates for the step that normalises.
 
     Shapes: hidden (..., D) -> (..., V). An int8 projection computes the candidates' rows of its own int8
-    weights (Int8Linear.rows): the same numbers as the full projection, with no float copy kept.
+    weights (Int8Linear.rows): the same numbers as the full projection, with no float copy kept. A logit
+    bias (model.output_bias) is restricted to the candidates with the rows.
     """
 
     def __init__(self, output: OutputProjection | Int8Linear, keep: Tensor) -> None:
@@ -261,10 +262,11 @@ class CandidateProjection(nn.Module):
         self.keep = keep.to(device)  # (B, V)
         self.candidates = self.keep.any(dim=0).nonzero().squeeze(1)  # (C,)
         if isinstance(output, Int8Linear):
-            self.project = output.rows(self.candidates)
+            self.project = output.rows(self.candidates)  # its bias, if any, sliced with the rows
         else:
             rows = output.weight.detach().index_select(0, self.candidates)  # (C, D)
-            self.project = lambda hidden: linear(hidden, rows)
+            bias = None if output.bias is None else output.bias.detach().index_select(0, self.candidates)
+            self.project = lambda hidden: linear(hidden, rows, bias)  # (..., C)
 
     def forward(self, hidden: Tensor) -> Tensor:
         small = self.project(hidden)  # (..., C)

@@ -7,16 +7,17 @@ encoder_only.py  EncoderOnly: a bidirectional stack over `source </s> translatio
 builders.py      build_model, build_decoder_only, build_encoder_only (configs/model's `_target_`s): validate
                  their arguments and wire built parts into layers, stacks and the model;
                  build_from_config (a checkpoint's model, by its recorded family); count_parameters
+argument_checks.py  the builders' one-line refusals of impossible settings (validate_arguments)
 sizes.py        named configurations read from configs/model/*.yaml: model_size("small"), model_config
 """
 
+from seq2seq.model.argument_checks import check_embedding_sharing
 from seq2seq.model.builders import (
     FAMILY_BUILDERS,
     build_decoder_only,
     build_encoder_only,
     build_from_config,
     build_model,
-    check_embedding_sharing,
     count_parameters,
     family_of,
 )

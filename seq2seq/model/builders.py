@@ -14,105 +14,18 @@ from typing import Any
 from torch import nn
 
 from seq2seq.errors import UserError
+from seq2seq.model.argument_checks import check_positive, validate_arguments
 from seq2seq.model.decoder_only import DecoderOnly
 from seq2seq.model.encoder_only import EncoderOnly
 from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
-from seq2seq.model.transformer import POSITIONAL_KINDS, Decoder, Encoder, PositionScheme, Seq2Seq, Stack
+from seq2seq.model.transformer import Decoder, Encoder, PositionScheme, Seq2Seq, Stack
 from seq2seq.nn.attention import CrossAttention, SelfAttention
-from seq2seq.nn.backends import ATTENTION_BACKENDS, xformers_installed
 from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
-from seq2seq.nn.layers import (
-    ACTIVATIONS,
-    DOWNSAMPLE_MODES,
-    NORMS,
-    DecoderLayer,
-    EncoderLayer,
-    FeedForward,
-    MemoryDownsampler,
-    Residual,
-)
+from seq2seq.nn.layers import DecoderLayer, EncoderLayer, FeedForward, MemoryDownsampler, Residual
 
 # build_model's arguments the train CLI fills in from the trained tokenizer; every other one is a setting
 # of the `model` config group, with its default in configs/model/base.yaml.
 RUN_TIME_ARGUMENTS = ("src_vocab_size", "tgt_vocab_size", "pad_id")
-_POSITIVE_INTEGERS = (
-    "src_vocab_size",
-    "tgt_vocab_size",
-    "d_model",
-    "n_heads",
-    "ffn_dim",
-    "encoder_layers",
-    "decoder_layers",
-    "cross_downsample",
-    "max_positions",
-)
-
-
-def _check_choice(name: str, value: Any, allowed: tuple) -> None:
-    if value not in allowed:
-        raise UserError(f"{name}={value!r} is not supported; choose one of {', '.join(map(str, allowed))}")
-
-
-def _check_positive(name: str, value: Any, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise UserError(f"{name}={value!r} must be a positive integer{' or None' if allow_none else ''}")
-
-
-def check_embedding_sharing(share_embeddings: bool, *, joint_vocabulary: bool) -> None:
-    """Refuse `share_embeddings` for separate source and target vocabularies (even of equal size:
-    the same id would mean two different pieces). The train CLI calls this with the tokenizer's setting."""
-    if share_embeddings and not joint_vocabulary:
-        raise UserError(
-            "model.share_embeddings=true needs one joint vocabulary for source and target; "
-            "set data.tokenizer.joint=true or model.share_embeddings=false"
-        )
-
-
-def _check_sharing(args: dict[str, Any]) -> None:
-    if not args["share_embeddings"]:
-        return
-    if args["src_vocab_size"] != args["tgt_vocab_size"]:
-        raise UserError(
-            f"share_embeddings=True needs one vocabulary, but src_vocab_size={args['src_vocab_size']} and "
-            f"tgt_vocab_size={args['tgt_vocab_size']} differ; use a joint tokenizer or share_embeddings=False"
-        )
-    if not args["share_decoder_output"]:
-        raise UserError(
-            "share_embeddings=True ties the output projection too, so share_decoder_output=False contradicts "
-            "it; set share_embeddings=False as well, or share_decoder_output=True"
-        )
-
-
-def validate_arguments(args: dict[str, Any]) -> None:
-    """Reject impossible settings with one-line messages before any module is built."""
-    for name in _POSITIVE_INTEGERS:
-        if name in args:
-            _check_positive(name, args[name])
-    _check_positive("window", args["window"], allow_none=True)
-    if args["d_model"] % args["n_heads"]:
-        raise UserError(f"n_heads={args['n_heads']} must divide d_model={args['d_model']}")
-    _check_choice("positional", args["positional"], POSITIONAL_KINDS)
-    _check_choice("attention_backend", args["attention_backend"], ATTENTION_BACKENDS)
-    _check_choice("norm", args["norm"], NORMS)
-    _check_choice("activation", args["activation"], ACTIVATIONS)
-    if "downsample_mode" in args:
-        _check_choice("downsample_mode", args["downsample_mode"], DOWNSAMPLE_MODES)
-    for name in ("dropout", "attention_dropout", "activation_dropout"):
-        if not 0.0 <= float(args[name]) < 1.0:
-            raise UserError(f"{name}={args[name]!r} must be in [0, 1)")
-    if not 0 <= args["pad_id"] < min(args["src_vocab_size"], args["tgt_vocab_size"]):
-        raise UserError(f"pad_id={args['pad_id']} must be a valid token id (0 <= pad_id < vocab size)")
-    if args["positional"] == "rope" and (args["d_model"] // args["n_heads"]) % 2:
-        raise UserError("positional='rope' needs an even head dimension (d_model / n_heads)")
-    if args["attention_backend"] == "xformers" and not xformers_installed():
-        raise UserError(
-            "attention_backend='xformers' requested but xformers is not installed; "
-            "pip install 'seq2seq[xformers]' or choose attention_backend='sdpa'"
-        )
-    if "share_embeddings" in args:
-        _check_sharing(args)
 
 
 @dataclass(frozen=True)
@@ -178,11 +91,11 @@ class LayerRecipe:
 
 def _embeddings(args: dict[str, Any]) -> tuple[TokenEmbedding, TokenEmbedding]:
     """(source, target) token embeddings: one module when `share_embeddings`. Target first, always."""
-    d_model, pad_id = args["d_model"], args["pad_id"]
-    tgt_embedding = TokenEmbedding(args["tgt_vocab_size"], d_model, pad_id)
+    d_model, pad_id, scale = args["d_model"], args["pad_id"], args["scale_embeddings"]
+    tgt_embedding = TokenEmbedding(args["tgt_vocab_size"], d_model, pad_id, scale=scale)
     if args["share_embeddings"]:
         return tgt_embedding, tgt_embedding
-    return TokenEmbedding(args["src_vocab_size"], d_model, pad_id), tgt_embedding
+    return TokenEmbedding(args["src_vocab_size"], d_model, pad_id, scale=scale), tgt_embedding
 
 
 def _positions(args: dict[str, Any]) -> PositionScheme:
@@ -193,6 +106,8 @@ def _positions(args: dict[str, Any]) -> PositionScheme:
         n_heads=args["n_heads"],
         max_positions=args["max_positions"],
         alibi_cross=args["alibi_cross_attention"],
+        sinusoid_layout=args["sinusoid_layout"],
+        offset=args["position_offset"],
     )
 
 
@@ -239,6 +154,8 @@ def build_model(
     attention_dropout: float = 0.0,
     activation_dropout: float = 0.0,
     positional: str = "sinusoidal",
+    sinusoid_layout: str = "standard",
+    position_offset: int = 0,
     alibi_cross_attention: bool = False,
     attention_backend: str = "sdpa",
     window: int | None = None,
@@ -246,8 +163,10 @@ def build_model(
     downsample_mode: str = "avg",
     norm: str = "pre",
     activation: str = "relu",
+    scale_embeddings: bool = True,
     share_embeddings: bool = True,
     share_decoder_output: bool = True,
+    output_bias: bool = False,
     checkpoint_activations: bool = False,
     max_positions: int = 1024,
 ) -> Seq2Seq:
@@ -257,13 +176,19 @@ def build_model(
     `share_embeddings`: encoder input, decoder input and output projection are one matrix (a joint
     vocabulary only); `share_decoder_output`: the decoder input embedding is the output projection.
     `window` limits encoder and decoder self-attention to a local band of that width.
+    `scale_embeddings`: token embeddings times sqrt(d_model) (else times 1); `output_bias`: a (V,) bias
+    on the logits (`output.bias`); `sinusoid_layout`: standard or fairseq frequencies; `position_offset`:
+    the absolute position of each stack's first token (learned tables get max_positions + offset rows).
     """
     args = dict(locals())
     validate_arguments(args)
     src_embedding, tgt_embedding = _embeddings(args)
     encoder, decoder = _stacks(args, src_embedding, tgt_embedding)
     output = OutputProjection(
-        d_model, tgt_vocab_size, shared_weight=tgt_embedding.weight if share_decoder_output else None
+        d_model,
+        tgt_vocab_size,
+        shared_weight=tgt_embedding.weight if share_decoder_output else None,
+        bias=output_bias,
     )
     return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config={**args, "family": ENCODER_DECODER})
 
@@ -297,11 +222,15 @@ def build_decoder_only(
     attention_dropout: float = 0.0,
     activation_dropout: float = 0.0,
     positional: str = "sinusoidal",
+    sinusoid_layout: str = "standard",
+    position_offset: int = 0,
     attention_backend: str = "sdpa",
     window: int | None = None,
     norm: str = "pre",
     activation: str = "relu",
+    scale_embeddings: bool = True,
     share_decoder_output: bool = True,
+    output_bias: bool = False,
     checkpoint_activations: bool = False,
     max_positions: int = 1024,
     cross_downsample: int = 1,
@@ -312,13 +241,14 @@ def build_decoder_only(
     have its parameter count. `prefix_lm`: the source attends bidirectionally, the target causally.
     `share_decoder_output`: the input embedding is the output projection. Source and target share
     one vocabulary. `cross_downsample` exists only to be refused by name (there is no cross-attention).
+    `scale_embeddings`, `output_bias`, `sinusoid_layout` and `position_offset` as in `build_model`.
     """
     args = dict(locals())
-    _check_positive("layers", layers)
+    check_positive("layers", layers)
     _check_decoder_only(args)
     validate_arguments(args)
     recipe = LayerRecipe.of(args)
-    embedding = TokenEmbedding(tgt_vocab_size, d_model, pad_id)
+    embedding = TokenEmbedding(tgt_vocab_size, d_model, pad_id, scale=scale_embeddings)
     stack = Stack(
         embedding,
         _positions({**args, "alibi_cross_attention": False}),
@@ -329,7 +259,10 @@ def build_decoder_only(
         checkpoint_activations=checkpoint_activations,
     )
     output = OutputProjection(
-        d_model, tgt_vocab_size, shared_weight=embedding.weight if share_decoder_output else None
+        d_model,
+        tgt_vocab_size,
+        shared_weight=embedding.weight if share_decoder_output else None,
+        bias=output_bias,
     )
     config = {**args, "family": DECODER_ONLY}
     return DecoderOnly(stack, output, pad_id=pad_id, prefix_lm=prefix_lm, config=config)
@@ -349,10 +282,13 @@ def build_encoder_only(
     attention_dropout: float = 0.0,
     activation_dropout: float = 0.0,
     positional: str = "sinusoidal",
+    sinusoid_layout: str = "standard",
+    position_offset: int = 0,
     attention_backend: str = "sdpa",
     window: int | None = None,
     norm: str = "pre",
     activation: str = "relu",
+    scale_embeddings: bool = True,
     checkpoint_activations: bool = False,
     max_positions: int = 512,
 ) -> EncoderOnly:
@@ -361,14 +297,15 @@ def build_encoder_only(
 
     Source and translation keep their own vocabularies: one embedding table of src_vocab_size +
     tgt_vocab_size rows, the translation's ids shifted by src_vocab_size. `max_positions` bounds a
-    source and its translation together.
+    source and its translation together. `scale_embeddings`, `sinusoid_layout` and `position_offset` as
+    in `build_model` (there is no output projection, so no `output_bias`).
     """
     args = dict(locals())
-    _check_positive("layers", layers)
-    _check_positive("outputs", outputs)
+    check_positive("layers", layers)
+    check_positive("outputs", outputs)
     validate_arguments(args)
     recipe = LayerRecipe.of(args)
-    embedding = TokenEmbedding(src_vocab_size + tgt_vocab_size, d_model, pad_id)
+    embedding = TokenEmbedding(src_vocab_size + tgt_vocab_size, d_model, pad_id, scale=scale_embeddings)
     encoder = Encoder(
         embedding,
         _positions({**args, "alibi_cross_attention": False}),

@@ -36,10 +36,23 @@ class EncoderOutput:
 
 
 class PositionScheme(nn.Module):
-    """One stack's position machinery; builds the AttentionContext shared by all its layers."""
+    """One stack's position machinery; builds the AttentionContext shared by all its layers.
+
+    `sinusoid_layout` picks the sinusoids' frequencies (seq2seq.nn.positional.sinusoid_table);
+    `offset` is the absolute position of column 0 (sinusoidal and learned positions; RoPE and ALiBi
+    see only distances and ignore it). Every caller passes columns, the scheme adds the offset.
+    """
 
     def __init__(
-        self, kind: str, *, d_model: int, n_heads: int, max_positions: int, alibi_cross: bool
+        self,
+        kind: str,
+        *,
+        d_model: int,
+        n_heads: int,
+        max_positions: int,
+        alibi_cross: bool,
+        sinusoid_layout: str = "standard",
+        offset: int = 0,
     ) -> None:
         super().__init__()
         self.kind = kind
@@ -47,9 +60,9 @@ class PositionScheme(nn.Module):
         self.absolute: nn.Module | None = None
         self.rotary: RotaryEmbedding | None = None
         if kind == "sinusoidal":
-            self.absolute = SinusoidalPositions(d_model)
+            self.absolute = SinusoidalPositions(d_model, layout=sinusoid_layout, offset=offset)
         elif kind == "learned":
-            self.absolute = LearnedPositions(d_model, max_positions)
+            self.absolute = LearnedPositions(d_model, max_positions, offset=offset)
         elif kind == "rope":
             self.rotary = RotaryEmbedding(d_model // n_heads)
         self.register_buffer("slopes", alibi_slopes(n_heads) if kind == "alibi" else None, persistent=False)
@@ -286,7 +299,8 @@ class Seq2Seq(nn.Module):
         `output_keep` (B, T) selects the positions to project to the vocabulary (the loss needs only
         real target tokens: padded positions would cost D x V multiply-adds each, plus their share of
         the loss). `project=False` returns the decoder's output states instead of logits, for a loss
-        that applies `self.output.weight` itself (seq2seq.train.loss.projected_label_smoothed_nll).
+        that applies `self.output.weight` and `self.output.bias` itself
+        (seq2seq.train.loss.projected_label_smoothed_nll).
         Shapes: src (B, S), tgt_in (B, T) -> (B, T, V); with output_keep -> (N, V), the kept positions
         in row-major order, N = output_keep.sum(); with project=False, D instead of V.
         """

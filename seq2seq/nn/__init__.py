@@ -9,7 +9,8 @@ attention.py    SelfAttention (fused QKV, optional window, KV cache), CrossAtten
 kv_cache.py     KVCache (one layer's growing keys and values) and DecoderState.reorder for beam search
 layers.py       FeedForward, Residual (pre/post norm), EncoderLayer and DecoderLayer (built from those
                 parts), MemoryDownsampler (pooled cross-attention memory)
-embeddings.py   TokenEmbedding (scaled by sqrt(D)), OutputProjection (optionally sharing its weight)
+embeddings.py   TokenEmbedding (scaled by sqrt(D), or not), OutputProjection (optionally sharing its weight;
+                an optional logit bias)
 dropout.py      Dropout with a cheaper CPU keep-mask, same distribution
 linear.py       Linear whose float32 CPU inference runs on oneDNN where that is faster (AVX-512 CPUs)
 quantized.py    Int8Linear and quantize_int8: a trained model's linear layers on PyTorch's dynamic int8

@@ -14,13 +14,16 @@ from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.kv_cache import KVCache
 from seq2seq.nn.linear import Linear
 
-ACTIVATIONS = ("relu", "gelu", "swiglu")
+ACTIVATIONS = ("relu", "gelu", "swiglu", "silu")
 NORMS = ("pre", "post")
 DOWNSAMPLE_MODES = ("avg", "conv")
 
 
 class FeedForward(nn.Module):
-    """Position-wise MLP: relu / gelu, or SwiGLU (Shazeer, 2020) with one fused gate+value projection."""
+    """Position-wise MLP: relu / gelu / silu, or SwiGLU (Shazeer, 2020) with one fused gate+value projection.
+
+    silu (x * sigmoid(x), no gate) is the activation Marian calls "swish" (Hugging Face MarianMT).
+    """
 
     def __init__(self, d_model: int, ffn_dim: int, *, activation: str = "relu", dropout: float = 0.0) -> None:
         super().__init__()
@@ -40,6 +43,8 @@ class FeedForward(nn.Module):
             hidden = F.silu(gate) * value
         elif self.activation == "gelu":
             hidden = F.gelu(hidden)
+        elif self.activation == "silu":
+            hidden = F.silu(hidden)
         else:
             hidden = F.relu(hidden, inplace=True)  # a fresh buffer; relu backward needs only its result
         return self.down(self.dropout(hidden))

@@ -5,6 +5,9 @@ so token t sits at position t in every row. During cached decoding the caller pa
 which keeps incremental and full computation identical. Absolute positions may also be (B, T), one
 row per sequence: a decoder-only model left-pads its sources, so a row's first token sits at a
 per-row column (RoPE and ALiBi depend only on distances and keep using columns).
+An absolute scheme may count from an offset (the builders' `position_offset`): column t is then
+position t + offset, in every path (full forward, cached steps); RoPE and ALiBi, which see only
+distances, have none.
 """
 
 from __future__ import annotations
@@ -14,17 +17,27 @@ import math
 import torch
 from torch import Tensor, nn
 
+SINUSOID_LAYOUTS = ("standard", "fairseq")
 
-def sinusoid_table(positions: Tensor, dim: int) -> Tensor:
+
+def sinusoid_table(positions: Tensor, dim: int, layout: str = "standard") -> Tensor:
     """The "Attention Is All You Need" encoding, computed on the fly for any position.
 
+    Frequency i of the D/2 is 10000^(-i / (D/2)) ("standard", tensor2tensor's and Marian's) or
+    10000^(-i / (D/2 - 1)) ("fairseq": fairseq's, M2M100's and NLLB's, whose last frequency is 1/10000).
+    Either way the first half holds the sines and the second the cosines; an odd D gets a zero column.
+
     Shapes:
-        positions: (T,) or (B, T) -> (T, dim) or (B, T, dim); first half sines, second half cosines
-        (tensor2tensor layout).
+        positions: (T,) or (B, T) -> (T, dim) or (B, T, dim)
     """
     half = dim // 2
+    if layout not in SINUSOID_LAYOUTS:
+        raise ValueError(f"sinusoid layout {layout!r} is not one of {', '.join(SINUSOID_LAYOUTS)}")
+    if layout == "fairseq" and half < 2:
+        raise ValueError(f"the fairseq sinusoid layout needs a dimension of 4 or more, not {dim}")
+    steps = half - 1 if layout == "fairseq" else half
     inv_freq = torch.exp(
-        torch.arange(half, device=positions.device, dtype=torch.float32) * (-math.log(10000.0) / half)
+        torch.arange(half, device=positions.device, dtype=torch.float32) * (-math.log(10000.0) / steps)
     )
     angles = positions.to(torch.float32)[..., None] * inv_freq  # (..., T, dim/2)
     table = torch.cat([angles.sin(), angles.cos()], dim=-1)  # (..., T, 2*(dim/2))
@@ -34,34 +47,48 @@ def sinusoid_table(positions: Tensor, dim: int) -> Tensor:
 
 
 class SinusoidalPositions(nn.Module):
-    """Fixed sinusoidal absolute positions; no length limit and no parameters."""
+    """Fixed sinusoidal absolute positions; no length limit and no parameters.
 
-    def __init__(self, dim: int) -> None:
+    `offset`: the position of a sequence's first token (column t sits at t + offset); M2M100 and NLLB
+    count from 2, their padding id + 1.
+    """
+
+    def __init__(self, dim: int, *, layout: str = "standard", offset: int = 0) -> None:
         super().__init__()
         self.dim = dim
+        self.layout = layout
+        self.offset = offset
 
     def forward(self, positions: Tensor) -> Tensor:
-        """Shapes: positions (T,) or (B, T) -> (T, D) or (B, T, D)."""
-        return sinusoid_table(positions, self.dim)
+        """Shapes: positions (T,) or (B, T) columns -> (T, D) or (B, T, D)."""
+        if self.offset:
+            positions = positions + self.offset
+        return sinusoid_table(positions, self.dim, self.layout)
 
 
 class LearnedPositions(nn.Module):
-    """Trained absolute position embeddings for positions 0 .. max_positions-1."""
+    """Trained absolute position embeddings for columns 0 .. max_positions-1.
 
-    def __init__(self, dim: int, max_positions: int) -> None:
+    With an `offset`, column t reads row t + offset of a table of max_positions + offset rows (the
+    first `offset` rows are never read: the layout of Hugging Face's learned position tables with an
+    offset, such as MBart's); `max_positions` still counts tokens.
+    """
+
+    def __init__(self, dim: int, max_positions: int, *, offset: int = 0) -> None:
         super().__init__()
         self.max_positions = max_positions
-        self.table = nn.Embedding(max_positions, dim)
+        self.offset = offset
+        self.table = nn.Embedding(max_positions + offset, dim)
         nn.init.normal_(self.table.weight, mean=0.0, std=dim**-0.5)
 
     def forward(self, positions: Tensor) -> Tensor:
-        """Shapes: positions (T,) or (B, T) -> (T, D) or (B, T, D)."""
+        """Shapes: positions (T,) or (B, T) columns -> (T, D) or (B, T, D)."""
         if positions.numel() and int(positions.max()) >= self.max_positions:
             raise ValueError(
                 f"position {int(positions.max())} exceeds max_positions={self.max_positions}; "
                 "shorten the input or build the model with a larger max_positions"
             )
-        return self.table(positions)
+        return self.table(positions + self.offset if self.offset else positions)
 
 
 class RotaryEmbedding(nn.Module):

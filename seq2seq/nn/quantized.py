@@ -1,10 +1,11 @@
 """int8 inference: every linear layer of a trained model on PyTorch's dynamic int8 kernels.
 
 `quantize_int8(model)` swaps each `nn.Linear` (the Transformer's projections and FFNs) and the output
-projection (tied to the target embedding or not) for an `Int8Linear`. Its weight is stored as int8 with
-one scale per output row (symmetric, per channel), packed once for the kernel; at each call the
-activations are quantized per tensor from their own range ("dynamic"), multiplied in int8 and returned
-in float32 with the bias added. Embedding lookups, layer norms, softmax and attention stay float32.
+projection (tied to the target embedding or not, with its logit bias if it has one) for an
+`Int8Linear`. Its weight is stored as int8 with one scale per output row (symmetric, per channel),
+packed once for the kernel; at each call the activations are quantized per tensor from their own range
+("dynamic"), multiplied in int8 and returned in float32 with the (float) bias added. Embedding
+lookups, layer norms, softmax and attention stay float32.
 
 The kernels are PyTorch's own (`torch.ops.quantized.linear_dynamic`: fbgemm on x86, with AVX2 or
 AVX512; qnnpack on ARM), the ones `torch.ao.quantization.quantize_dynamic` uses. torchao's eager int8
@@ -106,7 +107,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
             if isinstance(child, nn.Linear):
                 setattr(parent, name, Int8Linear(child.weight, child.bias))
             elif isinstance(child, OutputProjection):
-                setattr(parent, name, Int8Linear(child.weight, None))
+                setattr(parent, name, Int8Linear(child.weight, child.bias))  # bias: None or (V,), float
             else:
                 continue
             replaced += 1

@@ -23,7 +23,9 @@ from seq2seq.model.families import ENCODER_DECODER
 log = logging.getLogger(__name__)
 
 MUST_AGREE = ("d_model", "n_heads", "ffn_dim", "norm", "activation", "positional", "src_vocab_size",
-              "tgt_vocab_size")  # fmt: skip
+              "tgt_vocab_size", "scale_embeddings", "sinusoid_layout", "position_offset")  # fmt: skip
+# What a checkpoint written before a setting existed holds: the setting's default.
+DEFAULTS = {"scale_embeddings": True, "sinusoid_layout": "standard", "position_offset": 0}
 
 
 @torch.no_grad()
@@ -35,7 +37,9 @@ def warm_start(model: EncoderOnly, path: Path) -> None:
         raise UserError(f"init_from={path} holds a {config.get('family')} model; pass an encoder-decoder "
                         "checkpoint written by seq2seq-train")  # fmt: skip
     agree = MUST_AGREE + (("max_positions",) if model.config.get("positional") == "learned" else ())
-    differing = [key for key in agree if config.get(key) != model.config.get(key)]
+    differing = [
+        key for key in agree if config.get(key, DEFAULTS.get(key)) != model.config.get(key, DEFAULTS.get(key))
+    ]
     if differing:
         shown = ", ".join(f"{key}={model.config.get(key)} vs {config.get(key)}" for key in differing)
         raise UserError(f"init_from={path} does not fit this QE model ({shown}); set model.* to the "

@@ -116,21 +116,23 @@ def projected_label_smoothed_nll(
     epsilon: float,
     pad_id: int,
     chunk_elements: int = 1 << 22,
+    output_bias: torch.Tensor | None = None,
 ) -> LossOutput:
-    """``label_smoothed_nll(F.linear(hidden, output_weight), target)`` without the (N, V) logits.
+    """``label_smoothed_nll(F.linear(hidden, output_weight, output_bias), target)`` without the (N, V)
+    logits (``output_bias``: the output projection's (V,) bias, if it has one).
 
     The output projection and the loss run together over blocks of rows (``chunk_elements`` logits,
-    16 MiB in float32, per block), and the gradients with respect to ``hidden`` and ``output_weight``
-    are computed in the same pass: the loss is the end of the graph, so they are known as soon as a
-    block's softmax is. No (N, V) logits, softmax or gradient is ever stored, and it was faster than
-    the projection followed by the loss, in float32 and more so under bf16 autocast. Blocks of a few
-    hundred rows were fastest; much smaller ones re-read the (V, D) weight and its gradient too often
+    16 MiB in float32, per block), and the gradients with respect to ``hidden``, ``output_weight`` and
+    ``output_bias`` are computed in the same pass: the loss is the end of the graph, so they are known
+    as soon as a block's softmax is. No (N, V) logits, softmax or gradient is ever stored, and it was
+    faster than the projection followed by the loss, in float32 and more so under bf16 autocast. Blocks
+    of a few hundred rows were fastest; much smaller ones re-read the (V, D) weight and its gradient too often
     (figures: benchmarks/results.md). Under autocast the three matmuls run in the autocast dtype, as
     they would through autograd; reductions are float32.
 
     Shapes:
         hidden: (N, D) or (B, T, D) decoder output states
-        output_weight: (V, D)
+        output_weight: (V, D); output_bias: (V,) or None
         target: hidden.shape[:-1] token ids; positions equal to ``pad_id`` are ignored
         returns: three 0-dim tensors, as label_smoothed_nll
     """
@@ -140,12 +142,15 @@ def projected_label_smoothed_nll(
             f"hidden {tuple(hidden.shape)}, output weight {tuple(output_weight.shape)} and target "
             f"{tuple(target.shape)} do not fit (N, D), (V, D), (N,)"
         )
+    if output_bias is not None and output_bias.shape != output_weight.shape[:1]:
+        raise ValueError(f"output bias {tuple(output_bias.shape)} does not fit the weight's (V,)")
     keep = target != pad_id  # (...)
     hidden, target = hidden[keep], target[keep]  # (N, D), (N,): real tokens only
     rows = max(1, chunk_elements // output_weight.shape[0])
-    with_grad = torch.is_grad_enabled() and (hidden.requires_grad or output_weight.requires_grad)
+    trained = [hidden, output_weight] + ([] if output_bias is None else [output_bias])
+    with_grad = torch.is_grad_enabled() and any(t.requires_grad for t in trained)
     loss_sum, nll_sum = _ProjectedSmoothedNLL.apply(
-        hidden, output_weight, target, float(epsilon), rows, with_grad
+        hidden, output_weight, output_bias, target, float(epsilon), rows, with_grad
     )
     return LossOutput(loss_sum=loss_sum, nll_sum=nll_sum.detach(), n_tokens=keep.sum())
 
@@ -154,15 +159,18 @@ class _ProjectedSmoothedNLL(torch.autograd.Function):
     """Forward and gradient of projection + smoothed NLL, block by block; backward only scales them."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, target, epsilon, rows, with_grad):  # signature fixed by autograd
+    def forward(ctx, hidden, weight, bias, target, epsilon, rows, with_grad):  # signature fixed by autograd
         compute_dtype = torch.promote_types(hidden.dtype, torch.float32)
         loss_sum = hidden.new_zeros((), dtype=compute_dtype)
         nll_sum = hidden.new_zeros((), dtype=compute_dtype)
         grad_hidden = torch.empty_like(hidden) if with_grad else None  # (N, D)
         grad_weight = torch.zeros_like(weight, dtype=compute_dtype) if with_grad else None  # (V, D)
+        grad_bias = None  # (V,) when there is a bias to train
+        if with_grad and bias is not None:
+            grad_bias = torch.zeros(weight.shape[0], dtype=compute_dtype, device=weight.device)
         for start in range(0, hidden.shape[0], rows):
             block, block_target = hidden[start : start + rows], target[start : start + rows]  # (n, D), (n,)
-            logits = F.linear(block, weight).to(compute_dtype)  # (n, V); autocast picks the matmul dtype
+            logits = F.linear(block, weight, bias).to(compute_dtype)  # (n, V); autocast picks the dtype
             losses = _block_losses(logits, block_target, epsilon, in_place_softmax=with_grad)
             loss_sum += losses[0]
             nll_sum += losses[1]
@@ -170,15 +178,20 @@ class _ProjectedSmoothedNLL(torch.autograd.Function):
                 grad_logits = logits  # (n, V), now d loss / d logits (see _block_losses)
                 grad_hidden[start : start + rows] = torch.mm(grad_logits, weight.to(grad_logits.dtype))
                 grad_weight += torch.mm(grad_logits.t(), block.to(grad_logits.dtype))  # (V, D)
-        ctx.save_for_backward(grad_hidden, grad_weight)
-        ctx.weight_dtype = weight.dtype
+                if grad_bias is not None:
+                    grad_bias += grad_logits.sum(dim=0)  # (V,)
+        ctx.save_for_backward(grad_hidden, grad_weight, grad_bias)
+        ctx.dtypes = (weight.dtype, None if bias is None else bias.dtype)
         ctx.mark_non_differentiable(nll_sum)
         return loss_sum, nll_sum
 
     @staticmethod
     def backward(ctx, grad_loss, _grad_nll):  # signature fixed by autograd.Function
-        grad_hidden, grad_weight = ctx.saved_tensors
-        return grad_hidden * grad_loss, (grad_weight * grad_loss).to(ctx.weight_dtype), None, None, None, None
+        grad_hidden, grad_weight, grad_bias = ctx.saved_tensors
+        weight_dtype, bias_dtype = ctx.dtypes
+        grad_weight = (grad_weight * grad_loss).to(weight_dtype)
+        grad_bias = None if grad_bias is None else (grad_bias * grad_loss).to(bias_dtype)
+        return grad_hidden * grad_loss, grad_weight, grad_bias, None, None, None, None
 
 
 def _block_losses(

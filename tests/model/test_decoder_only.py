@@ -90,6 +90,67 @@ def test_cached_incremental_decoding_equals_full_forward(positional: str, prefix
     torch.testing.assert_close(torch.stack(steps, dim=1), full, **TOL)
 
 
+SETTINGS = [
+    {"position_offset": 2},
+    {"position_offset": 3, "positional": "learned"},
+    {"sinusoid_layout": "fairseq", "position_offset": 2},
+    {"activation": "silu", "norm": "post", "output_bias": True},
+    {"scale_embeddings": False, "output_bias": True, "share_decoder_output": False},
+]
+
+
+def with_settings(prefix_lm: bool, settings: dict):
+    """The tiny decoder-only model with `settings`, its output bias (zeros at init) made random."""
+    net = model(prefix_lm=prefix_lm, **settings)
+    if net.output.bias is not None:
+        with torch.no_grad():
+            net.output.bias.copy_(torch.randn(VOCAB, generator=torch.Generator().manual_seed(3)))
+    return net
+
+
+@pytest.mark.parametrize("prefix_lm", [False, True], ids=["causal", "prefix_lm"])
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+def test_the_model_settings_keep_padding_invariance_and_cached_decoding(
+    settings: dict, prefix_lm: bool
+) -> None:
+    net = with_settings(prefix_lm, settings)
+    src, tgt_in = right_padded(SOURCES), right_padded(TARGETS_IN)
+    with torch.no_grad():
+        full = net(src, tgt_in)  # (B, T, V)
+        for row, (source, target_in) in enumerate(zip(SOURCES, TARGETS_IN)):
+            alone = reference_logits(net, source, target_in)[len(source) :]
+            torch.testing.assert_close(full[row, : len(target_in)], alone, **TOL)
+        state = net.init_state(net.encode(src), beam_size=1, max_steps=tgt_in.shape[1])
+        steps = [net.decode_step(tgt_in[:, t : t + 1], state)[0] for t in range(tgt_in.shape[1])]
+    real = tgt_in != PAD  # (B, T): a padded target's later steps feed pads, which the full pass masks
+    torch.testing.assert_close(torch.stack(steps, dim=1)[real], full[real], **TOL)
+    if net.output.bias is not None:
+        hidden = net(src, tgt_in, project=False)  # (B, T, D)
+        torch.testing.assert_close(full, hidden @ net.output.weight.T + net.output.bias, **TOL)
+
+
+@pytest.mark.parametrize("layout", ["standard", "fairseq"])
+def test_an_offset_shifts_each_rows_absolute_positions(layout: str) -> None:
+    """A row's first real source token sits at position `offset` (left padding does not move it)."""
+    from seq2seq.nn.positional import sinusoid_table
+
+    net = model(sinusoid_layout=layout, position_offset=2)
+    twin = model(sinusoid_layout=layout)  # the same weights (seed), counting from 0
+    table = sinusoid_table(torch.arange(2, 66), 64, layout)  # (64, D): column t holds position t + 2
+
+    class Shifted(torch.nn.Module):
+        def forward(self, positions: torch.Tensor) -> torch.Tensor:
+            return table[positions]
+
+    twin.stack.positions.absolute = Shifted()
+    with torch.no_grad():
+        ours = net(right_padded(SOURCES), right_padded(TARGETS_IN))
+        torch.testing.assert_close(ours, twin(right_padded(SOURCES), right_padded(TARGETS_IN)), **TOL)
+        assert not torch.allclose(
+            ours, model(sinusoid_layout=layout)(right_padded(SOURCES), right_padded(TARGETS_IN))
+        )
+
+
 def test_beam_rows_start_from_their_sentence_source() -> None:
     net = model("rope")
     src = right_padded(SOURCES)
@@ -224,6 +285,12 @@ def test_family_is_recorded_and_rebuilds_the_same_model() -> None:
         ({"tgt_vocab_size": VOCAB + 1}, "needs one joint vocabulary"),
         ({"layers": 0}, "layers=0 must be a positive integer"),
         ({"positional": "relative"}, "positional='relative' is not supported"),
+        ({"position_offset": -2}, "position_offset=-2 must be a non-negative integer"),
+        (
+            {"sinusoid_layout": "fairseq", "positional": "alibi"},
+            "sinusoid_layout='fairseq' shapes sinusoidal",
+        ),
+        ({"output_bias": "no"}, "output_bias='no' must be true or false"),
     ],
 )
 def test_impossible_settings_are_one_line_errors(overrides: dict, message: str) -> None:

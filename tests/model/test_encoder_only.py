@@ -61,6 +61,27 @@ def test_padding_changes_no_score(positional: str, window: int | None) -> None:
     torch.testing.assert_close(batch, alone, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"position_offset": 2},
+        {"position_offset": 2, "positional": "learned"},
+        {"sinusoid_layout": "fairseq", "position_offset": 2, "scale_embeddings": False, "activation": "silu"},
+    ],
+    ids=["offset", "learned_offset", "m2m100_like"],
+)
+def test_the_model_settings_keep_padding_invariance_and_are_recorded(settings: dict) -> None:
+    model = tiny_qe_model(**settings)
+    sources, translations = random_rows(5, SRC_VOCAB, 1), random_rows(5, TGT_VOCAB, 2)
+    with torch.no_grad():
+        batch = model(padded(sources), padded(translations))  # (5, 1)
+        alone = torch.cat([model(padded([s]), padded([t])) for s, t in zip(sources, translations)])
+        assert not torch.allclose(batch, tiny_qe_model()(padded(sources), padded(translations)))
+    torch.testing.assert_close(batch, alone, rtol=1e-5, atol=1e-5)
+    assert {key: model.config[key] for key in settings} == settings
+    assert "output_bias" not in model.config  # no output projection: nothing to bias
+
+
 def test_the_translation_side_matters_and_its_vocabulary_is_its_own() -> None:
     """The same ids as source or as translation are different tokens (the translation's are shifted)."""
     model = tiny_qe_model()

@@ -21,9 +21,12 @@ from seq2seq.cli.schemas import ModelSchema, register_schemas
 from seq2seq.model import build_model, model_config, model_size, size_names
 from seq2seq.model.builders import RUN_TIME_ARGUMENTS
 from seq2seq.model.sizes import SIZE_KEYS, model_config_dir
+from seq2seq.model.transformer import PositionScheme
 from seq2seq.nn.attention import CrossAttention, SelfAttention
 from seq2seq.nn.backends import attend, local_attend
+from seq2seq.nn.embeddings import OutputProjection, TokenEmbedding
 from seq2seq.nn.layers import FeedForward, MemoryDownsampler
+from seq2seq.nn.positional import LearnedPositions, SinusoidalPositions
 
 register_schemas()
 
@@ -67,6 +70,13 @@ BLOCK_DEFAULTS = [
     (CrossAttention, "attention_backend", "attention_backend"),
     (CrossAttention, "dropout", "attention_dropout"),
     (FeedForward, "activation", "activation"),
+    (TokenEmbedding, "scale", "scale_embeddings"),
+    (OutputProjection, "bias", "output_bias"),
+    (SinusoidalPositions, "layout", "sinusoid_layout"),
+    (SinusoidalPositions, "offset", "position_offset"),
+    (LearnedPositions, "offset", "position_offset"),
+    (PositionScheme, "sinusoid_layout", "sinusoid_layout"),
+    (PositionScheme, "offset", "position_offset"),
     (FeedForward, "dropout", "activation_dropout"),
     (MemoryDownsampler, "mode", "downsample_mode"),
     (attend, "attention_backend", "attention_backend"),
@@ -83,12 +93,14 @@ def test_building_block_defaults_agree_with_base_yaml(function: Any, keyword: st
 
 
 ENCODER_DECODER_SIZES = ["base", "big", "small", "tiny"]
+# Encoder-decoder configurations for a purpose (an export format), diffs on base that may restate its values.
+PURPOSES = ["marian"]
 
 
 def test_sizes_are_diffs_on_top_of_base() -> None:
     base = base_yaml()
     others = ["decoder_only", "decoder_only_tiny", "encoder_only", "encoder_only_tiny"]
-    assert size_names() == sorted(ENCODER_DECODER_SIZES + others)
+    assert size_names() == sorted(ENCODER_DECODER_SIZES + PURPOSES + others)
     for name in ENCODER_DECODER_SIZES:
         if name == "base":
             continue
@@ -100,7 +112,26 @@ def test_sizes_are_diffs_on_top_of_base() -> None:
         assert set(own) <= set(base), f"{name}.yaml sets keys base.yaml does not declare"
 
 
-@pytest.mark.parametrize("name", ["tiny", "small", "base", "big"])
+def test_marian_is_small_with_what_a_marianmt_model_needs() -> None:
+    own = OmegaConf.to_container(OmegaConf.load(model_config_dir() / "marian.yaml"))
+    assert own.pop("defaults") == ["base", "_self_"]
+    assert set(own) <= set(base_yaml())
+    marian = model_config("marian")
+    assert model_size("marian") == {**model_size("small")}
+    assert {key: marian[key] for key in ("norm", "activation", "output_bias", "scale_embeddings")} == {
+        "norm": "post", "activation": "silu", "output_bias": True, "scale_embeddings": True,
+    }  # fmt: skip
+    assert marian["share_embeddings"] and marian["share_decoder_output"]
+    assert (marian["positional"], marian["sinusoid_layout"], marian["position_offset"]) == (
+        "sinusoidal",
+        "standard",
+        0,
+    )
+    model = build_model(src_vocab_size=50, tgt_vocab_size=50, **marian)
+    assert model.output.bias is not None and model.output.weight is model.encoder.embedding.weight
+
+
+@pytest.mark.parametrize("name", ["tiny", "small", "base", "big", *PURPOSES])
 def test_model_config_reads_what_hydra_composes(name: str) -> None:
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
         composed = OmegaConf.to_container(compose("train", overrides=[f"model={name}"]).model)
@@ -120,7 +151,7 @@ def test_an_unknown_size_is_a_one_line_error() -> None:
     with pytest.raises(
         ValueError,
         match=r"model size 'huge' does not exist; choose one of base, big, decoder_only, decoder_only_tiny, "
-        r"encoder_only, encoder_only_tiny, small, tiny",
+        r"encoder_only, encoder_only_tiny, marian, small, tiny",
     ):
         model_size("huge")
 

@@ -60,12 +60,17 @@ def test_decoding_two_tokens_at_a_time_equals_full_forward(positional: str, wind
         {"positional": "alibi", "alibi_cross_attention": True, "cross_downsample": 2},
         {"downsample_mode": "conv", "cross_downsample": 3},
         {"activation": "swiglu", "attention_backend": "manual", "window": 2},
+        {"sinusoid_layout": "fairseq", "position_offset": 2, "cross_downsample": 2},
+        {"positional": "learned", "position_offset": 3, "window": 3},
+        {"activation": "silu", "norm": "post", "output_bias": True, "scale_embeddings": False},
     ],
-    ids=["alibi_cross", "conv_pooling", "swiglu_manual"],
+    ids=["alibi_cross", "conv_pooling", "swiglu_manual", "fairseq_offset", "learned_offset", "marian_like"],
 )
 @torch.no_grad()
 def test_cached_decoding_other_options(overrides: dict) -> None:
     model = make_model(**overrides)
+    if model.output.bias is not None:  # zeros at init: made random so that a path dropping it shows
+        model.output.bias.copy_(torch.randn(model.output.bias.shape))
     src, tgt_in = batch(seed=2)
     torch.testing.assert_close(decode_incrementally(model, src, tgt_in), model(src, tgt_in), **TOL)
 

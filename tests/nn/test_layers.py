@@ -13,12 +13,13 @@ from seq2seq.nn.layers import FeedForward, MemoryDownsampler, Residual
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 
-def test_feedforward_relu_and_gelu_formulas() -> None:
+def test_feedforward_relu_gelu_and_silu_formulas() -> None:
     torch.manual_seed(0)
     x = torch.randn(2, 3, 8)
     for activation, nonlinearity in (
         ("relu", lambda h: h.clamp(min=0)),
         ("gelu", lambda h: 0.5 * h * (1 + torch.erf(h / math.sqrt(2)))),
+        ("silu", lambda h: h * torch.sigmoid(h)),  # Marian's "swish": no gate, one up-projection
     ):
         ffn = FeedForward(8, 16, activation=activation).eval()
         assert ffn.up.weight.shape == (16, 8)
@@ -128,6 +129,31 @@ def test_token_embedding_is_scaled_and_pad_is_zero() -> None:
     assert torch.equal(embedding.weight.grad[1], torch.zeros(16))  # the pad row is never trained
 
 
+def test_an_unscaled_token_embedding_is_the_raw_table_lookup() -> None:
+    torch.manual_seed(0)
+    embedding = TokenEmbedding(10, 16, pad_id=1, scale=False)
+    tokens = torch.tensor([[2, 1, 9], [0, 3, 3]])
+    assert torch.equal(embedding(tokens), embedding.weight[tokens])
+    assert torch.equal(embedding(tokens)[0, 1], torch.zeros(16))  # the pad row stays zero
+
+
+def test_output_projection_bias_is_added_to_the_logits_and_stays_apart_from_a_tied_weight() -> None:
+    torch.manual_seed(0)
+    embedding = TokenEmbedding(10, 16, pad_id=0)
+    projection = OutputProjection(16, 10, shared_weight=embedding.weight, bias=True)
+    assert projection.weight is embedding.weight
+    assert torch.equal(projection.bias, torch.zeros(10))  # zeros at init
+    assert set(dict(projection.named_parameters())) == {"weight", "bias"}
+    with torch.no_grad():
+        projection.bias.copy_(torch.randn(10))
+    hidden = torch.randn(2, 3, 16)
+    torch.testing.assert_close(projection(hidden), hidden @ embedding.weight.T + projection.bias, **TOL)
+    projection(hidden).sum().backward()
+    torch.testing.assert_close(projection.bias.grad, torch.full((10,), 6.0))  # d sum / d b_v = B * T
+    plain = OutputProjection(16, 10)
+    assert plain.bias is None and set(plain.state_dict()) == {"weight"}
+
+
 def test_output_projection_shares_or_owns_its_weight() -> None:
     torch.manual_seed(0)
     embedding = TokenEmbedding(10, 16, pad_id=0)
@@ -139,7 +165,7 @@ def test_output_projection_shares_or_owns_its_weight() -> None:
     assert untied.weight is not embedding.weight and untied.weight.shape == (10, 16)
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
+@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu", "silu"])
 def test_feedforward_parameter_count(activation: str) -> None:
     ffn = FeedForward(8, 16, activation=activation)
     up = (2 if activation == "swiglu" else 1) * 16

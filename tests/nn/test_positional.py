@@ -49,6 +49,62 @@ def test_sinusoid_positions_are_computed_on_the_fly_and_odd_dims_pad() -> None:
     assert torch.equal(odd[:, 4], torch.zeros(4))
 
 
+def fairseq_table(length: int, dim: int, offset: int = 0) -> torch.Tensor:
+    """fairseq's SinusoidalPositionalEmbedding.get_embedding (as M2M100 and NLLB compute it), written out."""
+    half = dim // 2
+    emb = math.log(10000) / (half - 1)
+    emb = torch.exp(torch.arange(half, dtype=torch.float) * -emb)
+    emb = torch.arange(length + offset, dtype=torch.float)[:, None] * emb[None, :]
+    emb = torch.cat([torch.sin(emb), torch.cos(emb)], dim=1)
+    if dim % 2 == 1:
+        emb = torch.cat([emb, torch.zeros(length + offset, 1)], dim=1)
+    return emb[offset:]
+
+
+@pytest.mark.parametrize("dim", [4, 8, 9, 64])
+def test_the_fairseq_sinusoid_layout_equals_fairseqs_formula(dim: int) -> None:
+    positions = torch.arange(300)
+    torch.testing.assert_close(
+        sinusoid_table(positions, dim, "fairseq"), fairseq_table(300, dim), rtol=0, atol=1e-6
+    )
+    # its last frequency is 1/10000 (the standard layout's stops one step short of it)
+    half = dim // 2
+    assert sinusoid_table(torch.tensor([10000]), dim, "fairseq")[0, half - 1].item() == pytest.approx(
+        math.sin(1.0), abs=1e-4
+    )
+
+
+def test_the_standard_layout_is_the_default_and_a_bad_layout_or_a_tiny_fairseq_dim_is_refused() -> None:
+    positions = torch.arange(20)
+    assert torch.equal(sinusoid_table(positions, 8, "standard"), sinusoid_table(positions, 8))
+    assert not torch.allclose(sinusoid_table(positions, 8, "fairseq"), sinusoid_table(positions, 8))
+    with pytest.raises(ValueError, match="tensor2tensor"):
+        sinusoid_table(positions, 8, "tensor2tensor")
+    with pytest.raises(ValueError, match="dimension of 4 or more"):
+        sinusoid_table(positions, 3, "fairseq")
+
+
+@pytest.mark.parametrize("layout", ["standard", "fairseq"])
+def test_sinusoid_positions_with_an_offset_read_the_table_from_the_offset(layout: str) -> None:
+    module = SinusoidalPositions(8, layout=layout, offset=2)
+    table = sinusoid_table(torch.arange(12), 8, layout)  # (12, 8)
+    assert torch.equal(module(torch.arange(10)), table[2:])
+    rows = torch.tensor([[0, 1, 5], [3, 3, 0]])  # (B, T) per-row columns
+    assert torch.equal(module(rows), table[rows + 2])
+    assert torch.equal(
+        SinusoidalPositions(8, layout="fairseq", offset=2)(torch.arange(5)), fairseq_table(5, 8, 2)
+    )
+
+
+def test_learned_positions_with_an_offset_have_that_many_more_rows_and_the_same_limit() -> None:
+    torch.manual_seed(0)
+    module = LearnedPositions(4, max_positions=6, offset=2)
+    assert module.table.weight.shape == (8, 4)
+    assert torch.equal(module(torch.tensor([5, 0])), module.table.weight[[7, 2]])
+    with pytest.raises(ValueError, match="max_positions=6"):
+        module(torch.arange(7))
+
+
 def test_learned_positions_lookup_and_limit() -> None:
     torch.manual_seed(0)
     module = LearnedPositions(4, max_positions=6)
