@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.data.corpus import iter_corpus_lines, iter_line_pairs
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.decode.shortlist import build_shortlist, tokenizer_digest
 from seq2seq.errors import UserError
 
@@ -38,7 +38,9 @@ def _readable(path: str, what: str) -> str:
     return absolute
 
 
-def _pairs(cfg: DictConfig, tokenizers: tuple[Tokenizer, Tokenizer]) -> Iterator[tuple[list[int], list[int]]]:
+def _pairs(
+    cfg: DictConfig, tokenizers: tuple[TextTokenizer, TextTokenizer]
+) -> Iterator[tuple[list[int], list[int]]]:
     """Token-id pairs of the two files (plain or .gz, read as training reads them: seq2seq.data.corpus),
     a block at a time (memory flat in their size). Invalid UTF-8 becomes U+FFFD; files of unequal
     length, or a damaged .gz, are one-line errors."""
@@ -66,7 +68,7 @@ def make_shortlist(cfg: DictConfig) -> None:
     models = payload["tokenizer"]
     src_model = models["src"]
     tgt_model = models.get("tgt") or src_model
-    tokenizers = (Tokenizer.from_bytes(src_model), Tokenizer.from_bytes(tgt_model))
+    tokenizers = (tokenizer_from_bytes(src_model), tokenizer_from_bytes(tgt_model))
     shortlist = build_shortlist(
         _pairs(cfg, tokenizers),
         src_vocab_size=tokenizers[0].vocab_size, tgt_vocab_size=tokenizers[1].vocab_size,

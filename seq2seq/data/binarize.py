@@ -37,7 +37,7 @@ from seq2seq.data.corpus import (
 )
 from seq2seq.data.dataset import ParallelDataset, token_dtype
 from seq2seq.data.token_arrays import CorruptArrays, EncodedWriter, open_encoded
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.files import build_directory_atomically
 
 log = logging.getLogger(__name__)
@@ -94,11 +94,11 @@ class EncodedChunk:
     replaced: dict[str, int]  # per side: lines whose invalid UTF-8 was replaced
 
 
-_WORKER_TOKENIZERS: dict[str, Tokenizer] = {}
+_WORKER_TOKENIZERS: dict[str, TextTokenizer] = {}
 
 
 def _start_worker(models: dict[str, bytes]) -> None:
-    _WORKER_TOKENIZERS.update({side: Tokenizer.from_bytes(model) for side, model in models.items()})
+    _WORKER_TOKENIZERS.update({side: tokenizer_from_bytes(model) for side, model in models.items()})
 
 
 def encode_chunk(task: Task) -> EncodedChunk:
@@ -166,8 +166,8 @@ def _process_context() -> multiprocessing.context.BaseContext:
 
 
 def build_encoded(
-    src: Path, tgt: Path, directory: Path, *, tokenizers: tuple[Tokenizer, Tokenizer], encoding_errors: str,
-    workers: int, chunk_pairs: int = CHUNK_PAIRS, progress: bool = True,
+    src: Path, tgt: Path, directory: Path, *, tokenizers: tuple[TextTokenizer, TextTokenizer],
+    encoding_errors: str, workers: int, chunk_pairs: int = CHUNK_PAIRS, progress: bool = True,
 ) -> CorpusStats:  # fmt: skip
     """Encode every line pair of the two files into `directory` (empty lines included, as just eos)."""
     check_policy(encoding_errors)
@@ -203,8 +203,8 @@ def encoded_corpus(
     src_path: str | Path,
     tgt_path: str | Path,
     *,
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
+    src_tokenizer: TextTokenizer,
+    tgt_tokenizer: TextTokenizer,
     encoding_errors: str = "strict",
     cache_dir: str | Path | None = None,
     progress: bool = True,

@@ -133,6 +133,20 @@ class Tokenizer:
     def eos_id(self) -> int:
         return self.EOS_ID
 
+    @property
+    def prefix(self) -> tuple[int, ...]:
+        """Ids encode() puts before the pieces: none (MappedTokenizer may have a language code)."""
+        return ()
+
+    @property
+    def languages(self) -> dict[str, int]:
+        """Language codes this tokenizer has as tokens: none."""
+        return {}
+
+    @property
+    def language(self) -> str | None:
+        return None
+
     # ------------------------------------------------------------------ text <-> ids
     def encode(self, text: str) -> list[int]:
         """Piece ids of ``text``, without bos or eos."""

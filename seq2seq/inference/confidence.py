@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.hypotheses import Hypothesis
 
 JSON_DIGITS = 6  # significant digits of the numbers in JSON answers (the CLI's jsonl, the server)
@@ -124,7 +124,7 @@ def token_log_probs(hypothesis: Hypothesis) -> list[float]:
     return [float(score) for score in scores]
 
 
-def confidence_of(pieces: Sequence[Hypothesis], tokenizer: Tokenizer) -> Confidence:
+def confidence_of(pieces: Sequence[Hypothesis], tokenizer: TextTokenizer) -> Confidence:
     """The confidence of one text from its pieces' hypotheses, in order (one for a text that was not
     split, none for an empty text)."""
     tokens: list[str] = []

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_file
 from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
 from seq2seq.errors import UserError
 from seq2seq.inference.engines import CTranslate2Engine, TorchFallback
@@ -39,8 +39,8 @@ FAMILY_ENGINES = {ENCODER_DECODER: CTranslate2Engine, DECODER_ONLY: CTranslate2D
 @dataclass
 class ExportedModel:
     engine: CTranslate2Engine
-    src_tokenizer: Tokenizer
-    tgt_tokenizer: Tokenizer
+    src_tokenizer: TextTokenizer
+    tgt_tokenizer: TextTokenizer
     step: int
     metadata: dict[str, Any]
 
@@ -83,10 +83,10 @@ def load_exported(
     weights as exported."""
     metadata = read_metadata(directory)
     if metadata["joint"]:
-        src_tokenizer = tgt_tokenizer = Tokenizer.from_file(directory / JOINT_TOKENIZER)
+        src_tokenizer = tgt_tokenizer = tokenizer_from_file(directory / JOINT_TOKENIZER)
     else:
-        src_tokenizer = Tokenizer.from_file(directory / SOURCE_TOKENIZER)
-        tgt_tokenizer = Tokenizer.from_file(directory / TARGET_TOKENIZER)
+        src_tokenizer = tokenizer_from_file(directory / SOURCE_TOKENIZER)
+        tgt_tokenizer = tokenizer_from_file(directory / TARGET_TOKENIZER)
     engine = FAMILY_ENGINES[metadata["family"]](
         directory, (src_tokenizer, tgt_tokenizer), device=device, threads=threads or torch.get_num_threads(),
         max_positions=int(metadata["max_positions"]),

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
 from seq2seq.errors import UserError, warn_renamed_keyword
@@ -26,8 +26,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class LoadedModel:
     model: nn.Module
-    src_tokenizer: Tokenizer
-    tgt_tokenizer: Tokenizer
+    src_tokenizer: TextTokenizer
+    tgt_tokenizer: TextTokenizer
     config: dict[str, Any]
     step: int
     tuned_decoding: dict[str, Any] | None = None  # the stored record (seq2seq.decode.tuned_decoding)
@@ -54,11 +54,11 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         first_line = str(error).strip().splitlines()[0]
         raise UserError(f"checkpoint {path} weights do not match its model settings ({first_line})") from None
     tokenizers = payload["tokenizer"]
-    src_tokenizer = Tokenizer.from_bytes(tokenizers["src"])
+    src_tokenizer = tokenizer_from_bytes(tokenizers["src"])
     tgt_tokenizer = (
         src_tokenizer
         if tokenizers.get("tgt") in (None, tokenizers["src"])
-        else Tokenizer.from_bytes(tokenizers["tgt"])
+        else tokenizer_from_bytes(tokenizers["tgt"])
     )
     model.to(device).eval()
     return LoadedModel(

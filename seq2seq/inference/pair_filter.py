@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from seq2seq.data.binarize import file_digest
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.data.transforms import Pair, Result, Transform
 from seq2seq.decode.search import length_sorted_batches, pad_batch
 from seq2seq.errors import UserError
@@ -161,7 +161,7 @@ class TranslationScoreFilter(Transform):
         return [p if score >= self.min_score else None for p, score in zip(pairs, self.scores(pairs))]
 
 
-def _with_eos(tokenizer: Tokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
+def _with_eos(tokenizer: TextTokenizer, texts: Sequence[str], limit: int) -> list[list[int]]:
     return [
         _fitted(ids + [tokenizer.eos_id], limit, tokenizer.eos_id) for ids in tokenizer.encode_batch(texts)
     ]

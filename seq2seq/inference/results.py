@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.inference.confidence import Confidence, Translation, confidence_of
 
@@ -61,7 +61,7 @@ def joined(parts: list[Hypothesis], detokenize: Callable[[Sequence[int]], str]) 
 def translation_of(
     parts: list[Hypothesis],
     detokenize: Callable[[Sequence[int]], str],
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     *,
     confidence: bool,
 ) -> Translation:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 
 
 @dataclass
@@ -36,8 +36,8 @@ def fit_pair(source: list[int], translation: list[int], limit: int) -> tuple[lis
 
 
 def encode_pairs(
-    src_tokenizer: Tokenizer,
-    tgt_tokenizer: Tokenizer,
+    src_tokenizer: TextTokenizer,
+    tgt_tokenizer: TextTokenizer,
     sources: Sequence[str],
     translations: Sequence[str],
     *,

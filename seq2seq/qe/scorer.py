@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.search import length_sorted_batches
 from seq2seq.errors import UserError
 from seq2seq.inference.loading import load_for_inference
@@ -35,8 +35,8 @@ class QualityEstimator:
     def __init__(
         self,
         model: EncoderOnly,
-        src_tokenizer: Tokenizer,
-        tgt_tokenizer: Tokenizer,
+        src_tokenizer: TextTokenizer,
+        tgt_tokenizer: TextTokenizer,
         *,
         device: torch.device,
         precision: str = "fp32",

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from seq2seq.data.batching import TokenBatchSampler
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.precision import autocast
 from seq2seq.qe.corpus import QECorpus
 from seq2seq.qe.correlation import pearson, spearman
@@ -62,8 +62,8 @@ class QEDataset:
 
     @classmethod
     def encode(
-        cls, corpus: QECorpus, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, *, max_positions: int,
-        name: str,
+        cls, corpus: QECorpus, src_tokenizer: TextTokenizer, tgt_tokenizer: TextTokenizer, *,
+        max_positions: int, name: str,
     ) -> QEDataset:  # fmt: skip
         encoded = encode_pairs(src_tokenizer, tgt_tokenizer, corpus.sources, corpus.translations,
                                max_positions=max_positions)  # fmt: skip
