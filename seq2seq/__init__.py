@@ -15,6 +15,7 @@ train/         loss, schedules, optimizer, the training loop, validation, report
 inference/     the Translator, its engines, checkpoint/export loading, confidence, re-ranking, input files
 qe/            quality estimation: labels, the QE corpus, its training task, the QualityEstimator
 export/        converters to inference engines
+interop/       Hugging Face model directories in and out (MarianMT, M2M100/NLLB)
 serve/         the HTTP server
 cli/           the command-line entry points (Hydra)
 

@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "seq2seq"
 LAYERS = ["errors", "files", "checkpoint", "precision", "metrics", "nn", "model", "data", "decode",
-          "train", "inference", "qe", "export", "serve", "cli"]  # fmt: skip
+          "train", "inference", "qe", "export", "interop", "serve", "cli"]  # fmt: skip
 SIDE_BY_SIDE = {"train": "inference", "inference": "train"}  # one rank: neither may import the other
 
 

@@ -1,9 +1,12 @@
-"""seq2seq-export: a trained checkpoint -> a model directory for an inference engine (CTranslate2).
+"""seq2seq-export: a trained checkpoint -> a model directory for an inference engine (CTranslate2), or a
+Hugging Face model directory (format=huggingface: MarianMT or M2M100, seq2seq.interop.huggingface_export).
 
-Either family exports with the same command: an encoder-decoder for CTranslate2's Translator, a causal
-decoder-only model for its Generator (seq2seq.export.ctranslate2 reads the family from the checkpoint).
+Either family exports to CTranslate2 with the same command: an encoder-decoder for its Translator, a
+causal decoder-only model for its Generator (seq2seq.export.ctranslate2 reads the family from the
+checkpoint).
 
 seq2seq-export checkpoint=runs/quickstart/best.pt output=exported/bible weight_format=int8
+seq2seq-export checkpoint=models/opus-en-es-tuned.pt output=hf/opus-en-es-tuned format=huggingface
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from seq2seq.cli.renamed_keys import accept_deprecated_keys
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.inference.exported import read_metadata
+from seq2seq.interop.huggingface_export import export_huggingface
 
 log = logging.getLogger("seq2seq.export")
-FORMATS = ("ctranslate2",)
+FORMATS = ("ctranslate2", "huggingface")
 RENAMED = {"quantization": "weight_format"}  # old key -> new, accepted (with a warning) for one release
 
 
@@ -33,6 +37,8 @@ def export(cfg: DictConfig) -> Path:
     if cfg.format not in FORMATS:
         raise UserError(f"format={cfg.format!r} is not supported; choose {', '.join(FORMATS)}")
     checkpoint, output = Path(to_absolute_path(cfg.checkpoint)), Path(to_absolute_path(cfg.output))
+    if cfg.format == "huggingface":
+        return _export_huggingface(cfg, checkpoint, output)
     written = export_ctranslate2(
         checkpoint, output, weight_format=str(cfg.weight_format), force=bool(cfg.force),
         shortlist=None if cfg.shortlist is None else Path(to_absolute_path(str(cfg.shortlist))),
@@ -42,6 +48,23 @@ def export(cfg: DictConfig) -> Path:
     family = read_metadata(written)["family"]  # which CTranslate2 class will run it
     log.info("exported %s (%s) to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",
              checkpoint, family, written, cfg.weight_format, size, cfg.output)  # fmt: skip
+    return written
+
+
+def _export_huggingface(cfg: DictConfig, checkpoint: Path, output: Path) -> Path:
+    """format=huggingface: the CTranslate2 settings have no meaning there and are refused when set."""
+    if str(cfg.weight_format) != "float32":
+        raise UserError(f"weight_format={cfg.weight_format} is CTranslate2's; format=huggingface writes "
+                        "float32 weights (drop weight_format)")  # fmt: skip
+    if cfg.shortlist is not None:
+        raise UserError(
+            "shortlist= is exported as CTranslate2's vocabulary map; drop it with format=huggingface"
+        )
+    if not isinstance(cfg.force, bool):
+        raise UserError(f"force={cfg.force!r} must be true or false")
+    written = export_huggingface(checkpoint, output, force=cfg.force)
+    size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
+    log.info("wrote %s (%.1f MB)", written, size)
     return written
 
 

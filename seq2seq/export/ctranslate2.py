@@ -4,11 +4,14 @@ CTranslate2 runs the exported model in C++ (fp32, int8, bf16 on CPUs and GPUs). 
 becomes a TransformerSpec (run by its Translator), a decoder-only model a TransformerDecoderModelSpec
 (run by its Generator); the checkpoint's recorded family picks which. Our layout maps onto both
 directly: fused QKV (self-attention) and Q + fused KV (cross-attention) projections, one layer norm
-per sublayer (pre- or post-norm), relu / gelu / SwiGLU feed-forward, embeddings scaled by
-sqrt(d_model), absolute positions written out as a table, RoPE with the rotate-half layout, ALiBi
-(decoders only), an output projection without bias. A decoder-only model's layers are our encoder
-layers (self-attention + feed-forward), so both families fill them with the same code. What a spec
-cannot express is refused, by name, before anything is written.
+per sublayer (pre- or post-norm), relu / gelu / SiLU (Marian's "swish") / SwiGLU feed-forward,
+embeddings scaled by sqrt(d_model) or not (`scale_embeddings`), absolute positions written out as a
+table (row t = the position of column t: the offset and sinusoid layout applied), RoPE with the
+rotate-half layout, ALiBi (decoders only), an output projection with or without a bias. The special
+tokens are the target tokenizer's pieces: its bos starts the decoder (pad for MarianMT, eos for
+M2M100), with its eos and unk; a language code is part of the encoded source, or the target prefix
+the engine forces. A decoder-only model's layers are our encoder layers, so both families fill them
+with the same code. What a spec cannot express is refused, by name, before anything is written.
 """
 
 from __future__ import annotations
@@ -205,7 +208,8 @@ def _stack_options(config: dict[str, Any], specs: Any) -> dict[str, Any]:
     activation = {
         "relu": specs.Activation.RELU,
         "gelu": specs.Activation.GELU,
-        "swiglu": specs.Activation.SWISH,
+        "silu": specs.Activation.SWISH,  # x * sigmoid(x), without a gate
+        "swiglu": specs.Activation.SWISH,  # with ffn_glu: silu(gate) * value
     }
     head_dim = config["d_model"] // config["n_heads"]
     return dict(
@@ -229,6 +233,8 @@ def transformer_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
     spec = specs.TransformerSpec(encoder, decoder)
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
     spec.config.add_source_eos = True  # our encoder reads tokens + eos
+    _special_tokens(spec.config, loaded.tgt_tokenizer)
+    spec.config.decoder_start_token = spec.config.bos_token  # the token our decoder starts from
     spec.register_source_vocabulary(loaded.src_tokenizer.pieces_of_vocabulary())
     spec.register_target_vocabulary(loaded.tgt_tokenizer.pieces_of_vocabulary())
     return spec
@@ -249,12 +255,27 @@ def decoder_only_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
     )  # fmt: skip
     decoder = spec.decoder
     decoder.embeddings.weight = state["stack.embedding.weight"]
-    decoder.projection.weight = state["output.weight"]
+    _fill_projection(decoder.projection, state)
     _fill_stack(decoder, state, config, "stack")
     _fill_self_attention_layers(decoder.layer, state, config, "stack")
     spec.config.layer_norm_epsilon = LAYER_NORM_EPSILON
+    _special_tokens(spec.config, loaded.tgt_tokenizer)
     spec.register_vocabulary(loaded.tgt_tokenizer.pieces_of_vocabulary())
     return spec
+
+
+def _special_tokens(config: Any, tokenizer: Any) -> None:
+    """The spec's bos, eos and unk tokens: the pieces of the tokenizer's ids (ours: <s>, </s>, <unk>)."""
+    config.bos_token = tokenizer.id_to_piece(tokenizer.bos_id)
+    config.eos_token = tokenizer.id_to_piece(tokenizer.eos_id)
+    config.unk_token = tokenizer.id_to_piece(tokenizer.unk_id)
+
+
+def _fill_projection(spec: Any, state: dict) -> None:
+    """The output projection, and its bias when the model has one (`output_bias`)."""
+    spec.weight = state["output.weight"]
+    if "output.bias" in state:
+        spec.bias = state["output.bias"]
 
 
 def _fill_encoder(spec: Any, state: dict, config: dict) -> None:
@@ -275,7 +296,7 @@ def _fill_self_attention_layers(layers: list, state: dict, config: dict, stack: 
 
 def _fill_decoder(spec: Any, state: dict, config: dict) -> None:
     spec.embeddings.weight = state["decoder.embedding.weight"]
-    spec.projection.weight = state["output.weight"]
+    _fill_projection(spec.projection, state)
     _fill_stack(spec, state, config, "decoder")
     for index, layer in enumerate(spec.layer):
         prefix = f"decoder.layers.{index}"
@@ -287,7 +308,8 @@ def _fill_decoder(spec: Any, state: dict, config: dict) -> None:
 
 
 def _fill_stack(spec: Any, state: dict, config: dict, stack: str) -> None:
-    """Positions and, for pre-norm, the final layer norm of the encoder or decoder."""
+    """Embedding scale, positions and, for pre-norm, the final layer norm of the encoder or decoder."""
+    spec.scale_embeddings = bool(config.get("scale_embeddings", True))  # True: times sqrt(d_model)
     _fill_positions(spec, state, config, stack)
     if config["norm"] == "pre":
         _norm(spec.layer_norm, state, f"{stack}.final_norm")
@@ -301,12 +323,16 @@ def _attention(spec: Any, state: dict, linears: list[str], norm: str) -> None:
 
 
 def _fill_positions(spec: Any, state: dict, config: dict, stack: str) -> None:
-    """Absolute positions as an explicit table (learned, or the sinusoids we compute); none for RoPE."""
+    """Absolute positions as an explicit table whose row t is column t's position (t + position_offset):
+    learned, or the sinusoids we compute in the model's layout; none for RoPE."""
+    offset, rows = int(config.get("position_offset", 0)), int(config["max_positions"])
     if config["positional"] == "learned":
-        spec.position_encodings.encodings = state[f"{stack}.positions.absolute.table.weight"]
+        table = state[f"{stack}.positions.absolute.table.weight"]  # (offset + rows, D)
+        spec.position_encodings.encodings = table[offset : offset + rows]
     elif config["positional"] == "sinusoidal":
-        positions = torch.arange(config["max_positions"])
-        spec.position_encodings.encodings = sinusoid_table(positions, config["d_model"]).numpy()
+        positions = torch.arange(rows) + offset
+        layout = config.get("sinusoid_layout", "standard")
+        spec.position_encodings.encodings = sinusoid_table(positions, config["d_model"], layout).numpy()
     elif hasattr(spec, "position_encodings"):  # RoPE: none (else CTranslate2 adds sinusoids)
         del spec.position_encodings
 

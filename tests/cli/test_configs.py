@@ -90,6 +90,8 @@ def test_every_qe_model_composes_in_qe_train_and_instantiates(option: str) -> No
         ("translate", ["checkpoint=x.pt"]),
         ("backtranslate", ["checkpoint=x.pt", "input=mono.es", "output_dir=bt"]),
         ("prepare", []),
+        ("import", ["input=x", "output=y.pt"]),
+        ("export", ["checkpoint=x.pt", "output=d", "format=huggingface"]),
         ("qe", ["checkpoint=x.pt", "input=a", "hypotheses=b"]),
         ("qe_data", ["output_dir=x", "train_passes=[{checkpoint: a.pt}]", "dev_passes=[{checkpoint: a.pt}]"]),
     ],

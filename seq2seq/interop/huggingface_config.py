@@ -1,0 +1,300 @@
+"""A Hugging Face model's config.json and our model settings, both ways.
+
+Two architectures map onto our encoder-decoder exactly:
+
+* MarianMTModel (`model_type: marian`, the Opus-MT models): post-norm layers without a final norm,
+  "swish" (SiLU), gelu or relu feed-forward, token embeddings times sqrt(d_model) when
+  `scale_embedding`, sinusoids of our standard layout counted from 0, and `final_logits_bias` added
+  to the logits (our `output_bias`). The decoder starts from `decoder_start_token_id` (the pad id).
+* M2M100ForConditionalGeneration (`model_type: m2m_100`, M2M100 and NLLB): pre-norm layers with a
+  final layer norm per stack, one shared embedding matrix, fairseq's sinusoids counted from
+  pad_token_id + 1 (HF numbers real tokens pad + 1, pad + 2, ... whatever the padding; we right-pad,
+  so a real token's column + offset is exactly that), no output bias.
+
+Everything else in a config either has no effect on the computation (layerdrop, init_std, use_cache)
+or is refused by name (`ConfigProblem` messages) before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from seq2seq.errors import UserError
+
+CONFIG_FILE = "config.json"
+GENERATION_CONFIG_FILE = "generation_config.json"
+MARIAN = "marian"  # config.json's model_type
+M2M100 = "m2m_100"
+ARCHITECTURES = {MARIAN: "MarianMTModel", M2M100: "M2M100ForConditionalGeneration"}
+# Hugging Face's activation_function names -> ours; gelu is the exact (erf) one in both.
+ACTIVATIONS_IN = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu"}
+ACTIVATIONS_OUT = {"silu": "swish", "gelu": "gelu", "relu": "relu"}
+# Options of the BART family that these two models' code ignores: a config that sets them to anything
+# but the value the code computes with describes another model than the one transformers would run.
+_IGNORED_OPTIONS = {
+    MARIAN: {"normalize_before": False, "normalize_embedding": False, "add_final_layer_norm": False,
+             "static_position_embeddings": True, "add_bias_logits": False},
+    M2M100: {"normalize_before": True, "normalize_embedding": False, "add_final_layer_norm": True,
+             "static_position_embeddings": True, "add_bias_logits": False},
+}  # fmt: skip
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    """config.json of a Hugging Face model directory; a missing or corrupt file is a one-line UserError."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        what = "is a file" if directory.exists() else "does not exist"
+        raise UserError(f"{directory} {what}; pass a Hugging Face model directory (config.json + weights)")
+    path = directory / CONFIG_FILE
+    if not path.is_file():
+        raise UserError(f"{directory} has no {CONFIG_FILE}; pass a Hugging Face model directory "
+                        "(as written by save_pretrained)")  # fmt: skip
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(f"{path} is not valid JSON ({_first_line(error)}); restore the file") from None
+    if not isinstance(config, dict):
+        raise UserError(f"{path} holds a {type(config).__name__}, not a JSON object; restore the file")
+    return config
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def model_type_of(config: dict[str, Any]) -> str:
+    """MARIAN or M2M100, after checking `model_type` and `architectures` name a model we can run."""
+    model_type = config.get("model_type")
+    if model_type not in ARCHITECTURES:
+        raise UserError(
+            f"config.json has model_type={model_type!r}, which cannot be imported; supported: "
+            f"{', '.join(f'{t} ({a})' for t, a in ARCHITECTURES.items())}"
+        )
+    expected = ARCHITECTURES[model_type]
+    architectures = config.get("architectures") or [expected]
+    if architectures != [expected]:
+        raise UserError(
+            f"config.json names architectures={architectures}, not [{expected!r}]: only the translation "
+            f"model {expected} of model_type {model_type} can be imported"
+        )
+    if config.get("is_encoder_decoder", True) is not True:
+        raise UserError("config.json sets is_encoder_decoder=false; only encoder-decoder models import")
+    return model_type
+
+
+def _integer(config: dict[str, Any], key: str) -> int:
+    value = config.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise UserError(f"config.json has {key}={value!r}; it must be a non-negative integer")
+    return value
+
+
+def _number(config: dict[str, Any], key: str, default: float) -> float:
+    value = config.get(key, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise UserError(f"config.json has {key}={value!r}; it must be a number")
+    return float(value)
+
+
+def _check_symmetric(config: dict[str, Any]) -> None:
+    """One width, head count and feed-forward size for both stacks (our builder takes one of each)."""
+    for encoder_key, decoder_key in (
+        ("encoder_attention_heads", "decoder_attention_heads"),
+        ("encoder_ffn_dim", "decoder_ffn_dim"),
+    ):
+        encoder, decoder = config.get(encoder_key), config.get(decoder_key)
+        if encoder != decoder:
+            raise UserError(f"config.json has {encoder_key}={encoder} but {decoder_key}={decoder}; "
+                            "our stacks share one value, so this model cannot be imported")  # fmt: skip
+
+
+def _check_ignored_options(config: dict[str, Any], model_type: str) -> None:
+    for key, computed in _IGNORED_OPTIONS[model_type].items():
+        if key in config and config[key] != computed:
+            raise UserError(
+                f"config.json sets {key}={json.dumps(config[key])}, which {ARCHITECTURES[model_type]} does "
+                f"not apply (it computes as if {key}={json.dumps(computed)}); this model cannot be imported"
+            )
+
+
+def _activation(config: dict[str, Any]) -> str:
+    name = config.get("activation_function", "gelu" if config.get("model_type") == MARIAN else "relu")
+    if name not in ACTIVATIONS_IN:
+        raise UserError(f"config.json has activation_function={name!r}, which our models do not have; "
+                        f"supported: {', '.join(ACTIVATIONS_IN)}")  # fmt: skip
+    return ACTIVATIONS_IN[name]
+
+
+def _vocabularies(config: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """Vocabulary sizes and embedding sharing: build_model's share_embeddings / share_decoder_output."""
+    vocab_size = _integer(config, "vocab_size")
+    shared = model_type == M2M100 or bool(config.get("share_encoder_decoder_embeddings", True))
+    decoder_vocab_size = (
+        vocab_size if model_type == M2M100 else config.get("decoder_vocab_size") or vocab_size
+    )
+    if shared and decoder_vocab_size != vocab_size:
+        raise UserError(f"config.json shares the encoder and decoder embeddings but has vocab_size="
+                        f"{vocab_size} and decoder_vocab_size={decoder_vocab_size}; fix one")  # fmt: skip
+    tied = bool(config.get("tie_word_embeddings", True))
+    if shared and not tied:
+        raise UserError(
+            "config.json shares the encoder and decoder embeddings but unties the output projection "
+            "(tie_word_embeddings=false); our models tie all three or separate the encoder's only"
+        )
+    return {"src_vocab_size": vocab_size, "tgt_vocab_size": int(decoder_vocab_size),
+            "share_embeddings": shared, "share_decoder_output": tied}  # fmt: skip
+
+
+def model_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """build_model's arguments for the model config.json describes (model_type_of checked first)."""
+    model_type = model_type_of(config)
+    _check_ignored_options(config, model_type)
+    _check_symmetric(config)
+    pad_id = _integer(config, "pad_token_id")
+    d_model, heads = _integer(config, "d_model"), _integer(config, "encoder_attention_heads")
+    if heads == 0 or d_model % heads:
+        raise UserError(
+            f"config.json has d_model={d_model} and {heads} attention heads; heads must divide it"
+        )
+    marian = model_type == MARIAN
+    return {
+        **_vocabularies(config, model_type),
+        "pad_id": pad_id,
+        "d_model": d_model,
+        "n_heads": heads,
+        "ffn_dim": _integer(config, "encoder_ffn_dim"),
+        "encoder_layers": _integer(config, "encoder_layers"),
+        "decoder_layers": _integer(config, "decoder_layers"),
+        "dropout": _number(config, "dropout", 0.1),
+        "attention_dropout": _number(config, "attention_dropout", 0.0),
+        "activation_dropout": _number(config, "activation_dropout", 0.0),
+        "positional": "sinusoidal",
+        "sinusoid_layout": "standard" if marian else "fairseq",
+        "position_offset": 0 if marian else pad_id + 1,
+        "norm": "post" if marian else "pre",
+        "activation": _activation(config),
+        "scale_embeddings": bool(config.get("scale_embedding", not marian)),
+        "output_bias": marian,
+        "max_positions": _integer(config, "max_position_embeddings"),
+    }
+
+
+def special_ids(config: dict[str, Any]) -> dict[str, int]:
+    """The ids the tokenizers must agree with: pad, eos and the decoder's first token."""
+    eos = config.get("eos_token_id")
+    if isinstance(eos, list) and len(eos) == 1:
+        eos = eos[0]
+    ids = {
+        "pad": config.get("pad_token_id"),
+        "eos": eos,
+        "decoder_start": config.get("decoder_start_token_id"),
+    }
+    for name, value in ids.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise UserError(f"config.json has {name}_token_id={value!r}; it must be one token id")
+    return ids
+
+
+# ---------------------------------------------------------------------------------------- export
+def export_model_type(model_config: dict[str, Any]) -> str:
+    """The architecture our model exports as: MarianMT for post-norm models, M2M100 for pre-norm ones."""
+    return MARIAN if model_config.get("norm") == "post" else M2M100
+
+
+def _common_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    if config.get("positional", "sinusoidal") != "sinusoidal":
+        problems.append(f"model.positional={config['positional']} (both architectures add sinusoids)")
+    if config.get("window") is not None:
+        problems.append(f"model.window={config['window']} (local self-attention windows)")
+    if int(config.get("cross_downsample", 1)) != 1:
+        problems.append(
+            f"model.cross_downsample={config['cross_downsample']} (pooled cross-attention memory)"
+        )
+    if config.get("activation") not in ACTIVATIONS_OUT:
+        problems.append(
+            f"model.activation={config.get('activation')} (supported: {', '.join(ACTIVATIONS_OUT)})"
+        )
+    return problems
+
+
+def _marian_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    if config.get("sinusoid_layout", "standard") != "standard" or int(config.get("position_offset", 0)):
+        problems.append(
+            f"model.sinusoid_layout={config.get('sinusoid_layout')} with position_offset="
+            f"{config.get('position_offset')} in a post-norm model (MarianMT counts standard sinusoids "
+            "from 0)"
+        )
+    return problems
+
+
+def _m2m100_problems(config: dict[str, Any]) -> list[str]:
+    problems = []
+    offset = int(config["pad_id"]) + 1
+    if config.get("sinusoid_layout") != "fairseq" or int(config.get("position_offset", 0)) != offset:
+        problems.append(
+            f"model.norm=pre with sinusoid_layout={config.get('sinusoid_layout', 'standard')} and "
+            f"position_offset={config.get('position_offset', 0)} (pre-norm exports as M2M100, whose "
+            f"positions are fairseq sinusoids counted from pad_id + 1 = {offset}; post-norm models export as "
+            "MarianMT)"
+        )
+    if not config.get("share_embeddings", True):
+        problems.append("model.share_embeddings=false in a pre-norm model (M2M100 has one embedding matrix)")
+    if config.get("output_bias"):
+        problems.append("model.output_bias=true in a pre-norm model (M2M100 has no final_logits_bias)")
+    return problems
+
+
+def export_problems(model_config: dict[str, Any]) -> list[str]:
+    """The settings of `model_config` (a checkpoint's) that neither MarianMT nor M2M100 expresses."""
+    if model_config.get("family", "encoder_decoder") != "encoder_decoder":
+        return [f"model family {model_config['family']} (MarianMT and M2M100 are encoder-decoders)"]
+    specific = _marian_problems if export_model_type(model_config) == MARIAN else _m2m100_problems
+    return _common_problems(model_config) + specific(model_config)
+
+
+def huggingface_config(model_config: dict[str, Any], token_ids: dict[str, Any]) -> dict[str, Any]:
+    """config.json for our model (export_problems empty); `token_ids`: the tokenizer's special ids as
+    config.json keys (pad_token_id, eos_token_id, decoder_start_token_id, ...)."""
+    model_type = export_model_type(model_config)
+    c = model_config
+    config: dict[str, Any] = {
+        "architectures": [ARCHITECTURES[model_type]],
+        "model_type": model_type,
+        "activation_function": ACTIVATIONS_OUT[c["activation"]],
+        "d_model": c["d_model"],
+        "encoder_layers": c["encoder_layers"], "decoder_layers": c["decoder_layers"],
+        "encoder_attention_heads": c["n_heads"], "decoder_attention_heads": c["n_heads"],
+        "encoder_ffn_dim": c["ffn_dim"], "decoder_ffn_dim": c["ffn_dim"],
+        "encoder_layerdrop": 0.0, "decoder_layerdrop": 0.0,
+        "dropout": c["dropout"], "attention_dropout": c["attention_dropout"],
+        "activation_dropout": c["activation_dropout"],
+        "max_position_embeddings": c["max_positions"],
+        "scale_embedding": bool(c.get("scale_embeddings", True)),
+        "vocab_size": c["src_vocab_size"],
+        "tie_word_embeddings": bool(c["share_decoder_output"]),
+        "is_encoder_decoder": True, "init_std": 0.02, "use_cache": True, "dtype": "float32",
+        **token_ids,
+        "pad_token_id": c["pad_id"],
+    }  # fmt: skip
+    if model_type == MARIAN:
+        config["share_encoder_decoder_embeddings"] = bool(c["share_embeddings"])
+        config["decoder_vocab_size"] = c["tgt_vocab_size"]
+        config["forced_eos_token_id"] = config["eos_token_id"]  # MarianConfig's default (0) is another id
+    return config
+
+
+def generation_config(config: dict[str, Any], *, banned: list[int], forced_bos: int | None) -> dict[str, Any]:
+    """generation_config.json as save_pretrained writes it from `config`, plus the tokens our searches
+    never produce (`banned`: pad, and bos when it is not eos) and the target language's code
+    (`forced_bos`), so that `generate` searches the way our translator does."""
+    keys = ("bos_token_id", "decoder_start_token_id", "eos_token_id", "forced_eos_token_id", "pad_token_id")
+    generation = {"_from_model_config": True, **{key: config[key] for key in keys if key in config}}
+    generation["bad_words_ids"] = [[token] for token in banned]
+    if forced_bos is not None:
+        generation["forced_bos_token_id"] = forced_bos
+    generation["max_length"] = int(config["max_position_embeddings"])
+    return generation
