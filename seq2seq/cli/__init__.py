@@ -2,6 +2,7 @@
 
 prepare.py        seq2seq-prepare: build or check the corpus of a data config
 train.py          seq2seq-train: compose the config, build data/model/optimizer, train
+finetuning.py     seq2seq-train init_from=: the run's config made to agree with the checkpoint it starts from
 hydra_records.py  a training run's .hydra/ records, written once its run directory is locked
 training_data.py  the `data` config group -> what the training loop consumes
 training_setup.py what seq2seq-train and seq2seq-qe-train do before the loop: targets, family, seed, resume
@@ -13,7 +14,8 @@ translator_config.py   a command's config -> a Translator: translate, serve, bac
 text_files.py     a command's text in and out, one line per line: a file, or - for stdin / stdout
 backtranslate.py  seq2seq-backtranslate: monolingual text + a reverse model -> synthetic parallel data
 backtranslate_dir.py  its output directory: settings fingerprint, lock, chunks saved whole, final corpus
-export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory
+export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory, or a Hugging Face one
+import_model.py   seq2seq-import: a Hugging Face model directory (MarianMT, M2M100/NLLB) -> a checkpoint
 shortlist.py      seq2seq-shortlist: a vocabulary shortlist for a model, learned from its training text
 serve.py          seq2seq-serve: the HTTP server's settings, checked before the model loads
 score.py          seq2seq-score: BLEU, chrF, TER with sacreBLEU signatures (--flags: it takes file lists)

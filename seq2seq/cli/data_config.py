@@ -18,7 +18,7 @@ from seq2seq.data.mixing import CorpusSpec
 from seq2seq.data.noise import NoiseSettings
 from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
 from seq2seq.data.renamed_settings import FILTER_KEYS, TRANSFORM_TARGETS, current_filter
-from seq2seq.data.vocabulary import TokenizerSettings
+from seq2seq.data.vocabulary import GivenTokenizers, TokenizerSettings
 from seq2seq.errors import UserError, deprecation_message
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,15 @@ def _path(value: Any) -> Path:
     return Path(to_absolute_path(str(value)))
 
 
-def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: bool) -> TrainingData:
-    """`prepare_training_data` with the arguments a `data` config group gives (the one adapter)."""
+def prepared_corpus(
+    data_cfg: DictConfig,
+    *,
+    out_dir: Path | None,
+    progress: bool,
+    given_tokenizers: GivenTokenizers | None = None,
+) -> TrainingData:
+    """`prepare_training_data` with the arguments a `data` config group gives (the one adapter);
+    `given_tokenizers` (a fine-tuning run's) replace the ones `data.tokenizer` would train."""
     splits = transform_splits(data_cfg)
     return prepare_training_data(
         corpora=training_corpora(data_cfg),
@@ -45,6 +52,7 @@ def prepared_corpus(data_cfg: DictConfig, *, out_dir: Path | None, progress: boo
         workers=data_cfg.get("workers"),
         progress=progress,
         tokenizer=TokenizerSettings(**OmegaConf.to_container(data_cfg.tokenizer, resolve=True)),
+        given_tokenizers=given_tokenizers,
         filters=filter_settings(data_cfg.filter),
     )
 

@@ -30,7 +30,7 @@ from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import CommandSettings, register_schemas
 from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.model import count_parameters
@@ -40,6 +40,7 @@ from seq2seq.qe.training import QEDataset, QEValidator, qe_batch_loss, squared_e
 from seq2seq.qe.warm_start import warm_start
 from seq2seq.train.fingerprint import SAME_NUMBERS_MODEL_KEYS, settings_fingerprint
 from seq2seq.train.finish import FinishSettings
+from seq2seq.train.freezing import freeze_parameters
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import (
@@ -56,15 +57,15 @@ register_schemas()
 register_resolvers()
 
 
-def read_tokenizers(data_dir: Path) -> tuple[Tokenizer, Tokenizer, dict[str, bytes | None]]:
+def read_tokenizers(data_dir: Path) -> tuple[TextTokenizer, TextTokenizer, dict[str, bytes | None]]:
     """The translation model's tokenizers that seq2seq-qe-data saved beside the corpus."""
     src_file, tgt_file = data_dir / TOKENIZER_FILES["src"], data_dir / TOKENIZER_FILES["tgt"]
     if not src_file.is_file():
         raise UserError(f"{data_dir} has no {src_file.name}; make the QE corpus with seq2seq-qe-data")
     src_bytes = src_file.read_bytes()
     tgt_bytes = tgt_file.read_bytes() if tgt_file.is_file() else None
-    src = Tokenizer.from_bytes(src_bytes)
-    tgt = Tokenizer.from_bytes(tgt_bytes) if tgt_bytes is not None else src
+    src = tokenizer_from_bytes(src_bytes)
+    tgt = tokenizer_from_bytes(tgt_bytes) if tgt_bytes is not None else src
     return src, tgt, {"src": src_bytes, "tgt": tgt_bytes}
 
 
@@ -78,6 +79,8 @@ def qe_fingerprint(cfg: DictConfig, data_dir: Path) -> dict[str, Any]:
         "trainer": {key: config["trainer"][key] for key in ("max_tokens", "update_freq", "clip_norm")},
         "init_from": config.get("init_from"),
     }
+    if config["trainer"].get("freeze"):  # only when used: older runs keep their fingerprints
+        chosen["trainer"]["freeze"] = config["trainer"]["freeze"]
     files = {name: data_dir / name for name in ("train.tsv", "dev.tsv", TOKENIZER_FILES["src"])}
     if (data_dir / TOKENIZER_FILES["tgt"]).is_file():
         files[TOKENIZER_FILES["tgt"]] = data_dir / TOKENIZER_FILES["tgt"]
@@ -115,6 +118,7 @@ def train_qe(cfg: DictConfig) -> float | None:
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
     model = build_qe_model(cfg, src_tokenizer, tgt_tokenizer, device, initialise=checkpoint is None)
+    freeze_parameters(model, options.freeze)
     datasets = read_datasets(data_dir, src_tokenizer, tgt_tokenizer, model.max_positions)
     extras = {"config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,
               "tokenizer": tokenizer_payload, "fingerprint": fingerprint}  # fmt: skip
@@ -144,7 +148,7 @@ def check_qe_settings(cfg: DictConfig) -> CommandSettings:
 
 
 def build_qe_model(
-    cfg: DictConfig, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, device: torch.device, *,
+    cfg: DictConfig, src_tokenizer: TextTokenizer, tgt_tokenizer: TextTokenizer, device: torch.device, *,
     initialise: bool,
 ) -> nn.Module:  # fmt: skip
     """The configured encoder-only model, sized by the tokenizers; `initialise`: take init_from's
@@ -159,7 +163,7 @@ def build_qe_model(
 
 
 def read_datasets(
-    data_dir: Path, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, max_positions: int
+    data_dir: Path, src_tokenizer: TextTokenizer, tgt_tokenizer: TextTokenizer, max_positions: int
 ) -> dict[str, QEDataset]:
     """The QE corpus's train.tsv and dev.tsv, encoded."""
     encode = partial(QEDataset.encode, max_positions=max_positions)

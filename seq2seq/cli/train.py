@@ -2,6 +2,7 @@
 
 seq2seq-train                                   # the default: small model, Bible en->es
 seq2seq-train model=base trainer.max_minutes=30 trainer.precision=fp32
+seq2seq-train experiment=finetune init_from=runs/bible.en-es/best.pt data=parallel_files data.dir=DIR
 seq2seq-train -m model/positional=sinusoidal,alibi,rope
 torchrun --nproc_per_node=2 -m seq2seq.cli.train trainer.device=cpu
 """
@@ -23,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, corpus_entries, training_corpora
+from seq2seq.cli.finetuning import starting_point
 from seq2seq.cli.hydra_records import write_hydra_records
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.renamed_keys import accept_deprecated_keys
@@ -46,6 +48,8 @@ from seq2seq.nn.linear import bound_onednn_caches
 from seq2seq.train import distributed
 from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
 from seq2seq.train.finish import FinishSettings, finish_run, objective
+from seq2seq.train.freezing import freeze_parameters
+from seq2seq.train.init_from import StartingPoint, build_starting_model
 from seq2seq.train.loop import Trainer, TrainerOptions
 from seq2seq.train.objective import TrainingLoss
 from seq2seq.train.reporting import Reporter
@@ -65,12 +69,13 @@ register_schemas()
 register_resolvers()  # ${seq2seq.threads_per_job:} etc. in configs/trainer and configs/sweep
 
 
-def check_family_settings(cfg: DictConfig, family: str) -> None:
-    """Settings that need a family: one-line errors before any data is prepared."""
+def check_family_settings(cfg: DictConfig, family: str, *, joint: bool | None = None) -> None:
+    """Settings that need a family: one-line errors before any data is prepared. `joint`: whether the
+    vocabulary is one for both sides (default: data.tokenizer.joint; init_from's tokenizer decides)."""
     if family == ENCODER_ONLY:
         raise UserError("model=encoder_only scores translations, it does not translate; train it on a "
                         "QE corpus with seq2seq-qe-train (docs/quality-estimation.md)")  # fmt: skip
-    if family == DECODER_ONLY and not bool(cfg.data.tokenizer.joint):
+    if family == DECODER_ONLY and not (bool(cfg.data.tokenizer.joint) if joint is None else joint):
         raise UserError("model=decoder_only reads source and target with one embedding; "
                         "set data.tokenizer.joint=true")  # fmt: skip
     source_weight = float(cfg.loss.get("source_weight", 0.0))
@@ -110,7 +115,7 @@ def train(cfg: DictConfig) -> float | None:
     """One training run; returns what a sweeper optimises: with averaging, the whole-dev-set BLEU of the
     checkpoint chosen to translate (the average or best.pt: seq2seq.train.finish), else the best
     validation BLEU."""
-    command, finish, family = check_run_settings(cfg)
+    command, finish, family, start = check_run_settings(cfg)
     bound_onednn_caches()  # bf16 autocast and validation build oneDNN primitives per batch shape
     run_dir = Path(HydraConfig.get().runtime.output_dir)
     device = start_process(cfg, command)
@@ -120,18 +125,23 @@ def train(cfg: DictConfig) -> float | None:
         hold_run_directory(run_dir)  # one training process per run directory
     check_run_directory(run_dir, checkpoint, command.resume)  # before anything is written there
     data = load_data(cfg.data, run_dir=run_dir, max_tokens=command.max_tokens, seed=int(cfg.seed),
-                     joint_sequence=family == DECODER_ONLY)  # fmt: skip
-    fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data))
+                     joint_sequence=family == DECODER_ONLY,
+                     given_tokenizers=None if start is None else start.tokenizers)  # fmt: skip
+    fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data),
+                                  init_from=None if start is None else start.path)  # fmt: skip
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
+    model = build_run_model(cfg, data, device, start=start, freeze=options.freeze)
     if distributed.is_main():
         write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
     snapshots = open_snapshots(run_dir, finish, resumed)
-    model = build_run_model(cfg, data, device)
     loss_fn = build_loss(cfg.loss, data.corpus.pad_id)
     trainer = build_trainer(cfg, data, model, loss_fn, run_dir=run_dir, device=device, options=options,
                             fingerprint=fingerprint, on_update=snapshots)  # fmt: skip
     if checkpoint is not None:
         trainer.resume_from(checkpoint, resumed)
+    elif start is not None:  # the starting model's dev scores, before update 1 (not again on resume)
+        log.info("validating the starting model (init_from=%s) before update 1", start.path)
+        trainer.validate_start()
     log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, trainer.precision,
              run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()
@@ -141,20 +151,25 @@ def train(cfg: DictConfig) -> float | None:
     return objective(finished, state.best_bleu)
 
 
-def check_run_settings(cfg: DictConfig) -> tuple[CommandSettings, FinishSettings, str]:
-    """Every setting checked before the run directory is touched: the command's, the end of run's, the
-    model family's and the training corpora's. Returns the first two and the family."""
+def check_run_settings(
+    cfg: DictConfig,
+) -> tuple[CommandSettings, FinishSettings, str, StartingPoint | None]:
+    """Every setting checked before the run directory is touched: the command's, the end of run's,
+    init_from's (cfg.model becomes the checkpoint's: seq2seq.cli.finetuning), the model family's and the
+    training corpora's. Returns the first two, the family and init_from's checkpoint (or None)."""
     check_targets(cfg)
     command = CommandSettings.from_config(cfg.trainer)
     finish = FinishSettings.from_config(cfg.trainer)
     finish.check(cfg.trainer)
+    start = starting_point(cfg)
     family = model_family(cfg.model)
-    check_family_settings(cfg, family)
-    check_embedding_sharing(
-        bool(cfg.model.get("share_embeddings", False)), joint_vocabulary=bool(cfg.data.tokenizer.joint)
-    )
+    check_family_settings(cfg, family, joint=None if start is None else start.joint)
+    if start is None:  # a checkpoint's model shares what its vocabulary allowed
+        check_embedding_sharing(
+            bool(cfg.model.get("share_embeddings", False)), joint_vocabulary=bool(cfg.data.tokenizer.joint)
+        )
     training_corpora(cfg.data)  # their files, weights, tags and noise: checked before the run directory
-    return command, finish, family
+    return command, finish, family, start
 
 
 def start_process(cfg: DictConfig, command: CommandSettings) -> torch.device:
@@ -212,15 +227,23 @@ def corpus_files(data: DictConfig) -> dict[str, Path]:
     return {name: Path(hydra.utils.to_absolute_path(str(OmegaConf.select(data, name)))) for name in names}
 
 
-def build_run_model(cfg: DictConfig, data: RunData, device: torch.device) -> nn.Module:
-    """The configured model, sized by the trained tokenizer, with identical initial weights on every rank."""
+def build_run_model(
+    cfg: DictConfig, data: RunData, device: torch.device, *, start: StartingPoint | None = None,
+    freeze: list[str] | None = None,
+) -> nn.Module:  # fmt: skip
+    """The configured model, sized by the trained tokenizer, with identical initial weights on every rank;
+    or init_from's model with its weights (`start`). `freeze`: trainer.freeze's name patterns."""
     torch.manual_seed(int(cfg.seed))
     corpus = data.corpus
-    model = instantiate(
-        cfg.model, src_vocab_size=corpus.src_vocab_size, tgt_vocab_size=corpus.tgt_vocab_size,
-        pad_id=corpus.pad_id, _convert_="all",
-    ).to(device)  # fmt: skip
+    if start is not None:
+        model = build_starting_model(start, OmegaConf.to_container(cfg.model, resolve=True)).to(device)
+    else:
+        model = instantiate(
+            cfg.model, src_vocab_size=corpus.src_vocab_size, tgt_vocab_size=corpus.tgt_vocab_size,
+            pad_id=corpus.pad_id, _convert_="all",
+        ).to(device)  # fmt: skip
     log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
+    freeze_parameters(model, freeze)
     return model
 
 
@@ -314,7 +337,7 @@ def write_summary(
         "updates": state.step,
         "epochs": state.epoch,
         "minutes": state.elapsed_seconds / 60,
-        "parameters": n_params,
+        "parameters": n_params,  # trained ones (trainer.freeze leaves the others as they are)
         "tokens_per_second": reporter.mean_tokens_per_second,
         "threads": torch.get_num_threads(),
         "nonfinite_skipped": state.nonfinite_skipped,

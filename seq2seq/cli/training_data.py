@@ -15,6 +15,7 @@ from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.collate import Batch, make_batch
 from seq2seq.data.collate import collate as collate_examples
 from seq2seq.data.pipeline import TrainingData
+from seq2seq.data.vocabulary import GivenTokenizers
 from seq2seq.train import distributed
 
 
@@ -30,10 +31,12 @@ class RunData:
 
 
 def load_data(
-    data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int, joint_sequence: bool = False
-) -> RunData:
-    """Tokenizers trained (or reloaded) in the run dir, mapped encodings, and token-budget batches
-    (`joint_sequence`: a decoder-only model's, source and target counted together).
+    data_cfg: DictConfig, *, run_dir: Path, max_tokens: int, seed: int, joint_sequence: bool = False,
+    given_tokenizers: GivenTokenizers | None = None,
+) -> RunData:  # fmt: skip
+    """Tokenizers trained (or reloaded) in the run dir, or `given_tokenizers` (a fine-tuning run's, from
+    its checkpoint), mapped encodings, and token-budget batches (`joint_sequence`: a decoder-only
+    model's, source and target counted together).
 
     Under torchrun rank 0 prepares first (building the caches on a miss) while the others wait; then
     every rank maps the same cached files, so the page cache holds one copy of the corpus.
@@ -41,7 +44,8 @@ def load_data(
     main = distributed.is_main()
     if not main:
         distributed.barrier()  # rank 0 is preparing
-    data = prepared_corpus(data_cfg, out_dir=run_dir, progress=sys.stderr.isatty() and main)
+    data = prepared_corpus(data_cfg, out_dir=run_dir, progress=sys.stderr.isatty() and main,
+                           given_tokenizers=given_tokenizers)  # fmt: skip
     if main:
         distributed.barrier()
     collate = partial(make_batch, pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id)

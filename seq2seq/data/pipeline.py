@@ -22,8 +22,14 @@ from seq2seq.data.corpus import CorpusStats, FilterReport, read_parallel
 from seq2seq.data.dataset import ParallelDataset
 from seq2seq.data.mixing import CorpusSpec, MixedCorpus, noise_for
 from seq2seq.data.noise import word_starts
-from seq2seq.data.tokenizer import Tokenizer
-from seq2seq.data.vocabulary import DEFAULT_TOKENIZER, TokenizerSettings, tokenizers_for
+from seq2seq.data.tokenizer_formats import TextTokenizer
+from seq2seq.data.vocabulary import (
+    DEFAULT_TOKENIZER,
+    GivenTokenizers,
+    TokenizerSettings,
+    save_given_tokenizers,
+    tokenizers_for,
+)
 from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -33,8 +39,8 @@ log = logging.getLogger(__name__)
 class TrainingData:
     """Tokenizers (one object when joint), filtered datasets, and the dev sentences for BLEU."""
 
-    src_tokenizer: Tokenizer
-    tgt_tokenizer: Tokenizer
+    src_tokenizer: TextTokenizer
+    tgt_tokenizer: TextTokenizer
     train: MixedCorpus  # every training corpus, with weights, tags and noise
     dev: ParallelDataset
     dev_src_texts: list[str]  # normalised source of each dev pair, in dataset order
@@ -52,11 +58,12 @@ class TrainingData:
 
     @property
     def bos_id(self) -> int:
-        return self.src_tokenizer.bos_id
+        """The decoder's start token: the target tokenizer's (ours: bos; Marian's: pad; NLLB's: eos)."""
+        return self.tgt_tokenizer.bos_id
 
     @property
     def eos_id(self) -> int:
-        return self.src_tokenizer.eos_id
+        return self.tgt_tokenizer.eos_id
 
     @property
     def src_vocab_size(self) -> int:
@@ -95,6 +102,7 @@ def prepare_training_data(
     dev_tgt: str | Path,
     out_dir: str | Path | None,
     tokenizer: TokenizerSettings = DEFAULT_TOKENIZER,
+    given_tokenizers: GivenTokenizers | None = None,
     filters: FilterSettings = FilterSettings(),
     encoding_errors: str = "strict",
     cache_dir: str | Path | None = None,
@@ -114,6 +122,8 @@ def prepare_training_data(
     ``corpora`` (instead of ``train_src``/``train_tgt``): several training corpora with weights, tags and
     noise (mixing.py). ``transforms``: cleaning transforms run over every training corpus first (and over
     the dev set with ``transform_dev``); the cleaned copies live in the cache (data/cleaning.py).
+    ``given_tokenizers`` (a fine-tuning run's, from its checkpoint) are used as they are instead of
+    ``tokenizer``'s: nothing is trained; they are saved in ``out_dir`` all the same.
     """
     specs = list(corpora) or [CorpusSpec(src=str(train_src), tgt=str(train_tgt))]
     _require_prepared(*(path for spec in specs for path in (spec.src, spec.tgt)), dev_src, dev_tgt)
@@ -122,11 +132,16 @@ def prepare_training_data(
         if transform_dev:
             dev_src, dev_tgt = _cleaned(CorpusSpec(str(dev_src), str(dev_tgt)), transforms, cache_dir,
                                         encoding_errors, progress).pair  # fmt: skip
-    src_tok, tgt_tok, paths = tokenizers_for(
-        specs[0].src, specs[0].tgt, out=None if out_dir is None else Path(out_dir), settings=tokenizer,
-        encoding_errors=encoding_errors, cache_dir=cache_dir, num_threads=num_threads,
-        more_pairs=[spec.pair for spec in specs[1:]], user_symbols=[spec.tag for spec in specs if spec.tag],
-    )  # fmt: skip
+    out = None if out_dir is None else Path(out_dir)
+    if given_tokenizers is not None:
+        src_tok, tgt_tok = given_tokenizers.src, given_tokenizers.tgt
+        paths = save_given_tokenizers(given_tokenizers, out=out)
+    else:
+        src_tok, tgt_tok, paths = tokenizers_for(
+            specs[0].src, specs[0].tgt, out=out, settings=tokenizer, encoding_errors=encoding_errors,
+            cache_dir=cache_dir, num_threads=num_threads, more_pairs=[spec.pair for spec in specs[1:]],
+            user_symbols=[spec.tag for spec in specs if spec.tag],
+        )  # fmt: skip
     split = partial(
         _encoded_split, tokenizers=(src_tok, tgt_tok), encoding_errors=encoding_errors, cache_dir=cache_dir,
         progress=progress, workers=workers,
@@ -143,7 +158,7 @@ def prepare_training_data(
     )  # fmt: skip
 
 
-def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: Tokenizer) -> MixedCorpus:
+def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: TextTokenizer) -> MixedCorpus:
     """The corpora as one MixedCorpus: tags as piece ids (whole pieces: the tokenizer was trained so)."""
     starts = word_starts(tokenizer.pieces_of_vocabulary()) if any(s.noise for s in specs) else None
     tag_ids = [None if spec.tag is None else tokenizer.piece_to_id(spec.tag) for spec in specs]
@@ -193,7 +208,7 @@ def _encoded_split(
     src: str | Path,
     tgt: str | Path,
     *,
-    tokenizers: tuple[Tokenizer, Tokenizer],
+    tokenizers: tuple[TextTokenizer, TextTokenizer],
     encoding_errors: str,
     cache_dir: str | Path | None,
     progress: bool,

@@ -1,4 +1,5 @@
-"""The sentencepiece model(s) of a training corpus: reused from a run directory, from the cache, or trained.
+"""The sentencepiece model(s) of a training corpus: reused from a run directory, from the cache, or trained;
+or a fine-tuning run's, taken from its checkpoint as they are (given_tokenizers).
 
 Training reads a uniform sample of at most `sample_sentences` sentences (sample.py), so the time
 and memory it takes stop growing with the corpus. The cache key hashes the settings and the bytes of
@@ -7,6 +8,7 @@ the training files; a run directory records the settings its tokenizer was train
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -18,6 +20,7 @@ from seq2seq.data.binarize import cache_key, file_digest
 from seq2seq.data.corpus import open_corpus_file
 from seq2seq.data.sample import sample_pairs
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_file
 from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -95,10 +98,45 @@ def tokenizers_for(
     return _loaded(paths)
 
 
+@dataclass(frozen=True)
+class GivenTokenizers:
+    """Tokenizer(s) a run takes as they are, not trained: a fine-tuning run's, from its checkpoint."""
+
+    src: TextTokenizer
+    tgt: TextTokenizer  # the same object as src for one joint tokenizer
+    origin: str  # where they come from (the init_from checkpoint), for the log and the run's record
+
+
+def save_given_tokenizers(given: GivenTokenizers, *, out: Path | None) -> list[Path]:
+    """Save `given` in `out` as trained ones are saved (one file when joint), with a record of where they
+    came from (a later run in `out` that would train its own is refused: _check_record). Returns the
+    files."""
+    if out is None:
+        return []
+    src, tgt, origin = given.src, given.tgt, given.origin
+    models = [src] if src is tgt else [src, tgt]
+    paths = [out / name for name in (["spm.model"] if src is tgt else ["spm.src.model", "spm.tgt.model"])]
+    out.mkdir(parents=True, exist_ok=True)
+    for model, path in zip(models, paths):
+        model.save(path)
+    digests = [hashlib.sha256(model.to_bytes()).hexdigest() for model in models]
+    record = {"init_from": origin, "sha256": digests}
+    temporary = out / f"{TOKENIZER_RECORD}.{os.getpid()}.tmp"
+    temporary.write_text(json.dumps(record, indent=2), encoding="utf-8")
+    temporary.replace(out / TOKENIZER_RECORD)
+    log.info("tokenizer: init_from's (%s), none trained; saved as %s", origin, ", ".join(map(str, paths)))
+    return paths
+
+
 def _check_record(record: Path, options: dict, train: list[str], digests: list[str]) -> None:
     """A run directory's tokenizer must have been trained with these settings (keys it predates aside)
     on this training text: by content, so a moved corpus keeps it and another one is refused."""
     trained_on = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else {}
+    if "init_from" in trained_on:
+        raise UserError(
+            f"{record.parent} holds the tokenizer of init_from={trained_on['init_from']}, and this run would "
+            "train its own; pass that init_from again, or give this run a new run_name (or hydra.run.dir)"
+        )
     saved = trained_on.get("options")
     if saved is not None and saved != {key: options[key] for key in saved if key in options}:
         raise UserError(
@@ -172,6 +210,6 @@ def count_lines(path: str | Path) -> int:
         return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
 
 
-def _loaded(paths: list[Path]) -> tuple[Tokenizer, Tokenizer, list[Path]]:
-    tokenizers = [Tokenizer.from_file(p) for p in paths]
+def _loaded(paths: list[Path]) -> tuple[TextTokenizer, TextTokenizer, list[Path]]:
+    tokenizers = [tokenizer_from_file(p) for p in paths]  # a fine-tuning run's may be an imported one
     return tokenizers[0], tokenizers[-1], paths

@@ -2,13 +2,15 @@
 
 loss.py         label-smoothed NLL, fused with the output projection (no (N, V) logits kept)
 objective.py    batch_loss: a batch through the model and the loss, per real target token
-schedules.py    learning rate as a pure function of the update (Noam, inverse sqrt, cosine)
+schedules.py    learning rate as a pure function of the update (Noam, inverse sqrt, cosine, constant)
 optim.py        AdamW with parameter groups; gradient clipping
 loop.py         Trainer: updates, stopping rules, validation, checkpoints, exact resumption
 validation.py   dev loss, dev BLEU/chrF from real decoding, samples, attention picture
 reporting.py    progress bar, log lines, TensorBoard
 distributed.py  data parallelism under torchrun (gloo on CPU, NCCL on GPUs)
 rng.py          every global random generator's state, for exact resumption
+init_from.py    a fine-tuning run's starting checkpoint: architecture, tokenizers, weights, checked
+freezing.py     trainer.freeze: parameters left as they are, by name pattern
 fingerprint.py  the settings that define a run's model and data, checked on resume
 run_dir.py      a run directory holds one run: no fresh start among another run's files
 snapshots.py    weights-only snapshots for trainer.average_fraction

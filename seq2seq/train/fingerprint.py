@@ -12,6 +12,10 @@ seed; and the trainer's batch recipe (max_tokens, update_freq, clip_norm). Every
 resume: budgets (max_updates, max_epochs, max_minutes), validation and decoding for it, checkpointing and
 the end of the run (save_every, keep_last, average_last, average_fraction, snapshot_every, max_snapshots,
 tune_decoding), logging, device, threads, precision, data.workers / cache_dir, run_name.
+
+A fine-tuning run also hashes its init_from checkpoint by content (`init_from.sha256`) and its
+trainer.freeze patterns: a run directory started from one checkpoint is never taken over by a run from
+another, nor by one that freezes other parameters. Both are in a fingerprint only when used.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ SAME_NUMBERS_MODEL_KEYS = ("attention_backend", "checkpoint_activations")
 CORPUS_FILES = ("train.src", "train.tgt", "dev.src", "dev.tgt")  # data.<split>.<side>, hashed
 MIXING_KEYS = ("weight", "tag", "noise")  # a training corpus's settings besides its files
 # In a fingerprint only when used, so that a run without them keeps its older fingerprint: absent is "none"
-SET_WHEN_USED = ("data.train_mixing", "data.transforms")
+SET_WHEN_USED = ("data.train_mixing", "data.transforms", "trainer.freeze", "init_from.sha256")
 UNSET = object()
 SHOWN_DIFFERENCES = 6
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -52,11 +56,13 @@ def _flatten(node: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_fingerprint(config: Mapping[str, Any], corpus_files: Mapping[str, Path]) -> dict[str, Any]:
+def run_fingerprint(
+    config: Mapping[str, Any], corpus_files: Mapping[str, Path], init_from: Path | None = None
+) -> dict[str, Any]:
     """{"sha256": ..., "settings": {dotted key: value}} of a resolved run config and its corpus files.
 
     `corpus_files` maps the names in CORPUS_FILES (with several training corpora: train[0].src, ...) to
-    the files' absolute paths.
+    the files' absolute paths; `init_from`: the checkpoint a fine-tuning run starts from (hashed too).
     """
     model = {k: v for k, v in config["model"].items() if k not in SAME_NUMBERS_MODEL_KEYS}
     data = {key: config["data"].get(key) for key in DATA_KEYS}
@@ -75,7 +81,10 @@ def run_fingerprint(config: Mapping[str, Any], corpus_files: Mapping[str, Path])
         "data": data,
         "trainer": {key: config["trainer"][key] for key in TRAINER_KEYS},
     }
-    return settings_fingerprint(chosen, {f"data.{name}": path for name, path in corpus_files.items()})
+    if config["trainer"].get("freeze"):
+        chosen["trainer"]["freeze"] = list(config["trainer"]["freeze"])
+    files = {f"data.{name}": path for name, path in corpus_files.items()}
+    return settings_fingerprint(chosen, {**files, **({} if init_from is None else {"init_from": init_from})})
 
 
 def settings_fingerprint(chosen: Mapping[str, Any], files: Mapping[str, Path]) -> dict[str, Any]:

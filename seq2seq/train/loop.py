@@ -32,6 +32,7 @@ from seq2seq.checkpoint import (
 from seq2seq.errors import UserError
 from seq2seq.precision import autocast, resolve_precision
 from seq2seq.train import distributed
+from seq2seq.train.freezing import check_frozen
 from seq2seq.train.objective import batch_loss
 from seq2seq.train.optim import clip_gradients
 from seq2seq.train.rng import restore_rng, rng_state
@@ -57,6 +58,7 @@ class TrainerOptions:
     keep_last: int = 5
     log_every: int = 50
     max_consecutive_nonfinite: int = 10
+    freeze: list[str] | None = None  # name patterns of parameters frozen before the optimizer is built
 
 
 @dataclass
@@ -96,7 +98,9 @@ class Trainer:
     ) -> None:
         """`on_update(model, step)` runs after every update (e.g. weights-only snapshots for averaging);
         `objective(model, batch, loss_fn, pad_id=...)` gives a batch's LossOutput (a translation model's
-        by default; seq2seq.qe.training.qe_batch_loss for a QE model)."""
+        by default; seq2seq.qe.training.qe_batch_loss for a QE model). Parameters `options.freeze` names
+        must be frozen already (seq2seq.train.freezing.freeze_parameters, before the optimizer)."""
+        check_frozen(distributed.unwrapped(model), optimizer, options.freeze)
         self.model = model
         self.optimizer = optimizer
         self.scheduler = scheduler
@@ -276,15 +280,30 @@ class Trainer:
             reason = f"no dev BLEU (or, without BLEU, dev loss) improvement in {patience} validations"
         return bool(due), reason
 
-    def _validate_and_save(self) -> None:
+    def validate_start(self) -> None:
+        """Validate the model before update 1 (a fine-tuning run's starting point): logged, in TensorBoard
+        and in the history at update 0; a baseline, not a candidate: best.pt and early stopping follow
+        the updates' validations only. Call it before fit(), never on a resumed run."""
+        if self.state.step or self.state.history:
+            raise RuntimeError("validate_start() is for a run that has not started")
+        self._validated(candidate=False)
+
+    def _validated(self, *, candidate: bool) -> bool:
+        """Validate (on the main process), append the history record and report it; a `candidate` for
+        best.pt and early stopping is counted. Returns whether it is a new best."""
         metrics: dict[str, Any] = {}
         if self.validate_fn is not None and distributed.is_main():
             metrics = self.validate_fn(self._unwrapped(), self.state.step)
         record = {"step": self.state.step, "minutes": self.state.elapsed_seconds / 60}
         record.update({k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
         self.state.history.append(record)
-        improved = self._record_best(record.get("bleu"), record.get("loss"))
-        self.reporter.validation(self.state.step, metrics, best_bleu=self.state.best_bleu)
+        improved = candidate and self._record_best(record.get("bleu"), record.get("loss"))
+        best = self.state.best_bleu if candidate else None  # the starting point's is no best
+        self.reporter.validation(self.state.step, metrics, best_bleu=best)
+        return improved
+
+    def _validate_and_save(self) -> None:
+        improved = self._validated(candidate=True)
         self._save(numbered=bool(self.options.save_every), best=improved)
 
     def _record_best(self, bleu: float | None, loss: float | None) -> bool:

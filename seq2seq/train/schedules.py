@@ -68,6 +68,15 @@ def inverse_sqrt(step: int, *, peak_lr: float, warmup: int, init_lr: float = 0.0
     return peak_lr * math.sqrt(warmup / step)
 
 
+def constant(step: int, *, peak_lr: float, warmup: int = 1) -> float:
+    """Linear warmup to ``peak_lr`` over ``warmup`` steps, then ``peak_lr`` for good: what fine-tuning a
+    trained model often uses (``warmup=1``: no warmup, ``peak_lr`` from the first update)."""
+    _check_step(step)
+    _check_warmup(warmup)
+    _check_positive("peak_lr", peak_lr)
+    return peak_lr * min(1.0, step / warmup)
+
+
 def cosine(step: int, *, peak_lr: float, warmup: int, total_steps: int, min_lr: float = 1e-5) -> float:
     """Linear warmup to ``peak_lr``, then a half cosine down to ``min_lr`` at ``total_steps``.
 

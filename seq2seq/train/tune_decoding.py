@@ -83,9 +83,11 @@ def real_search(
     model: SearchableModel, validator: Validator, sources: list[list[int]], options: SearchOptions
 ) -> list[Hypothesis | None]:
     """The first hypothesis per source of an ordinary search with `options`."""
+    prefix = validator.target_prefix  # a multilingual model's target language code, forced first
     results = search_ids(
         model, sources, options=options, ids=SpecialIds.of(validator.tgt_tokenizer), device=validator.device,
         max_tokens=validator.max_tokens, precision=validator.precision,
+        prefixes=[prefix] * len(sources) if prefix else None,
     )  # fmt: skip
     return [nbest[0] if nbest else None for nbest in results]
 
@@ -101,7 +103,9 @@ def finished_hypotheses(
     for batch in length_sorted_batches([len(s) for s in sources], validator.max_tokens):
         src = pad_batch([sources[i] for i in batch], ids.pad).to(validator.device)  # (B, S)
         with autocast(validator.precision, validator.device):
-            found = beam_search(model, src, options, ids=ids, all_finished=True)
+            found = beam_search(
+                model, src, options, ids=ids, all_finished=True, prefix=validator.target_prefix or None
+            )
         for index, hypotheses in zip(batch, found):
             results[index] = hypotheses
     return results

@@ -87,10 +87,17 @@ class Validator:
         metrics["seconds"] = time.perf_counter() - start
         return metrics
 
+    @property
+    def target_prefix(self) -> list[int]:
+        """The target tokens every search forces first, as the Translator's do: a multilingual model's
+        target language code (its target tokenizer's prefix; seq2seq.inference.languages), else []."""
+        tokenizer = self.tgt_tokenizer
+        return list(tokenizer.prefix)
+
     def dev_bleu(self, model: nn.Module, *, all_sentences: bool = False) -> dict[str, Any]:
         chosen = evenly_spaced(len(self.src_texts), None if all_sentences else self.max_sentences)
         sources = [self.dev[i][0].tolist() for i in chosen]  # token ids ending in eos
-        tokenizer = self.tgt_tokenizer
+        tokenizer, prefix = self.tgt_tokenizer, self.target_prefix
         results = search_ids(
             model,
             sources,
@@ -99,6 +106,7 @@ class Validator:
             device=self.device,
             max_tokens=self.max_tokens,
             precision=self.precision,
+            prefixes=[prefix] * len(sources) if prefix else None,
         )
         hypotheses = [tokenizer.decode(tokens) for tokens in best_tokens(results)]
         references = [self.ref_texts[i] for i in chosen]
