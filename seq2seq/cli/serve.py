@@ -65,9 +65,9 @@ def serve(cfg: DictConfig) -> None:
             torch.set_num_threads(settings["threads"])
         translator = translator_from_config(
             cfg, checkpoint=checkpoint, options=decode, max_input_tokens=settings["max_input_tokens"],
-            glossary=glossary,
+            glossary=glossary, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
         )  # fmt: skip
-        translator.translate(["Warm-up."], beam_size=1)  # the first search pays one-time setup, not a user
+        translator.warm_up()  # the first search pays one-time setup, not a user (any language will do)
         return translator
 
     batching = {key: settings[key] for key in ("batch_wait_ms", "max_batch_wait_ms", "max_tokens")}

@@ -8,6 +8,10 @@ Output line, tab-separated: the translation, then the score (scores=true), the c
 input line gives an empty line. With confidence_format=jsonl, one JSON value per input line instead
 (seq2seq.cli.translation_output). With decode.nbest > 1, Moses n-best lines "index ||| text ||| score",
 plus " ||| confidence" with confidence=true (tsv).
+
+A multilingual model (M2M100, NLLB) translates from src_lang into tgt_lang (language codes such as
+eng_Latn and spa_Latn; default: those recorded when it was imported):
+seq2seq-translate checkpoint=nllb.pt tgt_lang=spa_Latn input=test.en
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def translate(cfg: DictConfig) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING if cfg.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")  # fmt: skip
     confidence = confidence_setting(cfg)
-    translator = translator_from_config(cfg)  # decode keys left null: the model's own tuned values
+    # decode keys left null: the model's own tuned values; language codes null: the model's own
+    translator = translator_from_config(cfg, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang)
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
     if cfg.alignment or cfg.attention_dir:
         check_attention_settings(cfg, translator)

@@ -123,7 +123,8 @@ def nbest_lines(
             text = translator.detokenize(hypothesis.tokens)
             line = f"{owner} ||| {text} ||| {hypothesis.score:.4f}"
             if confidence:
-                line += f" ||| {confidence_of([hypothesis], translator.tgt_tokenizer).confidence:.4f}"
+                own = translator.own_tokens(hypothesis)  # without a forced language code
+                line += f" ||| {confidence_of([own], translator.tgt_tokenizer).confidence:.4f}"
             lines.append(line)
     return lines
 

@@ -3,6 +3,8 @@ seq2seq-serve, seq2seq-backtranslate, seq2seq-qe-data): the same key means the s
 
 A key that a command's config does not have (seq2seq-backtranslate has no glossary, seq2seq-qe-data no
 engine) takes the Translator's own default, so that a key added to one command needs no change here.
+The language codes of a multilingual model are the exception: seq2seq-backtranslate's src_lang and
+tgt_lang name its corpus files, so a command passes the codes itself (`src_lang=`, `tgt_lang=`).
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ def translator_from_config(
     options: SearchOptions | Mapping[str, Any] | None = None,
     max_input_tokens: int | None = None,
     glossary: Glossary | None = None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> Translator:
     """The Translator of `cfg`'s keys (checkpoint, engine, device, precision, quantization, compile,
     shortlist, decode, max_input_tokens, long_lines, glossary, qe_checkpoint, rerank, rerank_weight).
     The keyword arguments stand in for keys a caller has already read or checked: `checkpoint` (a
-    pass's own), `device`, `options` (else the `decode` group), `max_input_tokens`, a loaded `glossary`."""
+    pass's own), `device`, `options` (else the `decode` group), `max_input_tokens`, a loaded `glossary`;
+    `src_lang` / `tgt_lang`: the language codes of a multilingual model (None: those it recorded)."""
     device = device if device is not None else pick_device(str(cfg.get("device", "auto")))
     if options is None and cfg.get("decode") is not None:
         options = OmegaConf.to_container(cfg.decode)  # keys left null: the model's own tuned values
@@ -55,6 +60,8 @@ def translator_from_config(
         qe_checkpoint=quality_model(cfg, device),
         rerank=cfg.get("rerank"),
         rerank_weight=weight,
+        src_lang=_code_or_none(src_lang),
+        tgt_lang=_code_or_none(tgt_lang),
     )
 
 
@@ -76,6 +83,11 @@ def rerank_weight(cfg: DictConfig) -> float | None:
     """rerank=qe's weight (None without re-ranking); rerank=qe needs qe_checkpoint= (checked before any
     model loads: seq2seq-serve calls this before its worker thread loads the model)."""
     return rerank_setting(cfg.get("rerank"), cfg.get("rerank_weight"), has_qe=bool(cfg.get("qe_checkpoint")))
+
+
+def _code_or_none(setting: Any) -> str | None:
+    """A language code as a string (a number on the command line reads as one: tgt_lang=1 -> "1")."""
+    return None if setting is None else str(setting)
 
 
 def _path_or_none(setting: Any) -> str | None:

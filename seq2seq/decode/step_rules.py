@@ -136,7 +136,8 @@ def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
     """
     step = tokens.shape[1] - 1
     logprobs[:, rules.ids.pad] = NEG_INF
-    logprobs[:, rules.ids.bos] = NEG_INF
+    if rules.ids.bos != rules.ids.eos:  # M2M100/NLLB start from eos, which must stay possible
+        logprobs[:, rules.ids.bos] = NEG_INF
     if rules.no_repeat_ngram_size > 0 and step >= rules.no_repeat_ngram_size - 1:
         allowed = no_repeat_ngram_allowed(tokens[:, 1:], rules.no_repeat_ngram_size, logprobs.shape[1])
         logprobs.masked_fill_(~allowed, NEG_INF)

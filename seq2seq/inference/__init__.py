@@ -1,6 +1,7 @@
 """The inference layer: what a user calls to translate with a model. One concept per module:
 
 translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
+languages.py    a multilingual model's languages: src_lang / tgt_lang, the target code every search forces
 settings.py     every translation setting under its name in the CLI, Python and server JSON; the old names
 engine_choice.py  which engine a checkpoint path gets (torch, CTranslate2), and what it can run (int8)
 engines.py      what a Translator searches with: our PyTorch search, or CTranslate2 on an exported model

@@ -22,7 +22,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.decode.spaceless import written_without_spaces
 from seq2seq.errors import UserError
@@ -31,18 +31,18 @@ from seq2seq.inference.text_input import clean_line
 log = logging.getLogger(__name__)
 
 
-def phrase_tokens(phrase: str, tokenizer: Tokenizer, *, where: str) -> list[int]:
+def phrase_tokens(phrase: str, tokenizer: TextTokenizer, *, where: str) -> list[int]:
     """The target pieces of one phrase, as the tokenizer writes it inside a sentence (module docstring)."""
     return phrase_forms(phrase, tokenizer, where=where)[0]
 
 
-def phrase_forms(phrase: str, tokenizer: Tokenizer, *, where: str) -> list[list[int]]:
+def phrase_forms(phrase: str, tokenizer: TextTokenizer, *, where: str) -> list[list[int]]:
     """The ways a phrase can be written: as inside a sentence, then, for a phrase in a script written
     without spaces, with the word-start mark (as at the start of a text), when that differs."""
     text = clean_line(phrase)
     if not text:
         raise UserError(f"{where}: a phrase is empty; separate phrases with one tab and leave none empty")
-    forms = [tokenizer.encode(text)]
+    forms = [tokenizer.encode(text)[len(tokenizer.prefix) :]]  # inside a sentence: no language code
     if written_without_spaces(text[0]):
         forms.insert(0, tokenizer.encode_unmarked(text))
     if not forms[0]:
@@ -81,7 +81,7 @@ def text_constraints(
 
 def encode_constraints(
     phrases: Sequence[Sequence[str]],
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     *,
     beam_size: int,
     avoided: Sequence[Sequence[int]],
@@ -110,7 +110,7 @@ def check_not_avoided(
     phrase: str,
     pieces: tuple[int, ...],
     banned: Sequence[tuple[int, ...]],
-    tokenizer: Tokenizer,
+    tokenizer: TextTokenizer,
     *,
     where: str,
 ) -> None:
@@ -126,7 +126,7 @@ def check_not_avoided(
             )
 
 
-def encode_avoid(phrases: Sequence[str] | None, tokenizer: Tokenizer) -> list[list[int]]:
+def encode_avoid(phrases: Sequence[str] | None, tokenizer: TextTokenizer) -> list[list[int]]:
     """The avoided phrases as target tokens, every way each can be written (`phrase_forms`; [] for none)."""
     if phrases is None:
         return []

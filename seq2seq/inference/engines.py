@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.compiled import compile_setting, should_compile, use_eager_decoding, use_static_decoding
 from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.hypotheses import Hypothesis, SpecialIds, StopCheck, check_stop
@@ -204,8 +204,8 @@ class CTranslate2Engine:
     compiled = False  # CTranslate2 runs its own kernels: there is no step of ours to compile
 
     def __init__(
-        self, directory: Path, tokenizers: tuple[Tokenizer, Tokenizer], *, device: torch.device, threads: int,
-        max_positions: int, compute_type: str = "default",
+        self, directory: Path, tokenizers: tuple[TextTokenizer, TextTokenizer], *, device: torch.device,
+        threads: int, max_positions: int, compute_type: str = "default",
     ) -> None:  # fmt: skip
         """`compute_type` "default" runs the weights as exported (e.g. int8); see CTranslate2's Translator."""
         runner = self._runner_class(import_ctranslate2())
@@ -301,13 +301,13 @@ class CTranslate2Engine:
 
     def _settings(self, options: SearchOptions, suppressed: list[list[str]]) -> dict[str, Any]:
         """The keywords Translator.translate_batch and Generator.generate_batch share: sampling draws
-        `nbest` samples like ours; pad and bos are never output, as in ours, nor the `suppressed` phrases
-        (avoided, as pieces)."""
+        `nbest` samples like ours; pad and bos are never output, as in ours (bos unless it is eos: an
+        M2M100/NLLB model starts from eos), nor the `suppressed` phrases (avoided, as pieces)."""
+        never = [i for i in (self.ids.pad, self.ids.bos) if i != self.ids.eos]
         settings: dict[str, Any] = {
             "beam_size": 1 if options.sampling else options.beam_size, "num_hypotheses": options.nbest,
             "length_penalty": options.length_penalty, "no_repeat_ngram_size": options.no_repeat_ngram_size,
-            "return_scores": True,
-            "suppress_sequences": [pieces_of(self.tgt_tokenizer, [i]) for i in (self.ids.pad, self.ids.bos)]
+            "return_scores": True, "suppress_sequences": [pieces_of(self.tgt_tokenizer, [i]) for i in never]
             + suppressed,
         }  # fmt: skip
         if options.sampling:
@@ -349,7 +349,7 @@ class CTranslate2Engine:
         ]
 
 
-def pieces_of(tokenizer: Tokenizer, ids: Sequence[int]) -> list[str]:
+def pieces_of(tokenizer: TextTokenizer, ids: Sequence[int]) -> list[str]:
     return [tokenizer.id_to_piece(i) for i in ids]
 
 

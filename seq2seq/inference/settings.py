@@ -70,6 +70,12 @@ SETTINGS: tuple[Setting, ...] = (
          "one per line)"),
     _row("prefixes", "prefixes", _T, None, False, "per text, the target prefix its translation starts with "
          "(CLI: a FILE, one per input line)"),
+    _row("src_lang", "src_lang", _T, "src_lang", True, "a multilingual model's (M2M100, NLLB) source "
+         "language code, e.g. eng_Latn (default: the one recorded at import; Python: also "
+         "Translator.from_checkpoint's default; seq2seq-serve: for requests that name none)"),
+    _row("tgt_lang", "tgt_lang", _T, "tgt_lang", True, "a multilingual model's target language code, e.g. "
+         "spa_Latn: an M2M100/NLLB model is made to write it first in every search, a multilingual OPUS-MT "
+         "model reads its >>xx<< token at the start of the source (defaults as src_lang)"),
     _row("device", "device", _F, None, True, "auto | cpu | cuda (Python: cpu by default)"),
     _row("precision", "precision", _F, None, True, "fp32 | bf16"),
     _row("shortlist", "shortlist", _F, None, True, "a file written by seq2seq-shortlist for this model "

@@ -25,10 +25,15 @@ Terminology: `constraints` (target phrases per text that must appear: seq2seq.de
 `glossary` (source term -> target term, seq2seq.inference.glossary) that adds them, and `avoid` (phrases that
 must not appear). CTranslate2 has no positive constraints: with an exported model, the sentences that carry
 some are searched by our engine on the PyTorch weights the export keeps (`TorchFallback`).
+
+Languages: a multilingual model (M2M100, NLLB) reads the source language's code before the text and must
+write the target language's code first; `src_lang=` / `tgt_lang=` choose them (at construction, or per
+call of translate()), and every search forces the target code (seq2seq.inference.languages).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +43,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.compiled import compile_setting
 from seq2seq.decode.constraints import continuing_pieces
 from seq2seq.decode.hypotheses import Hypothesis, SpecialIds, StopCheck
@@ -59,6 +64,14 @@ from seq2seq.inference.engines import Engine, TorchEngine
 from seq2seq.inference.exported import METADATA_FILE, load_exported
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.input_limits import input_limit, source_limits
+from seq2seq.inference.languages import (
+    any_languages,
+    check_languages,
+    choose_languages,
+    forced_codes,
+    prefix_of,
+    without_language_code,
+)
 from seq2seq.inference.loading import load_ensemble
 from seq2seq.inference.rerank import (
     QualityScorer,
@@ -76,6 +89,7 @@ from seq2seq.precision import check_precision
 log = logging.getLogger(__name__)
 
 LONG_LINE_POLICIES = ("truncate", "split", "error")
+KEPT_LANGUAGE_PAIRS = 32  # Translators for other languages kept for reuse (each holds two tokenizers)
 CTRANSLATE2_PENALTY = (
     " (tuned with our GNMT length penalty; CTranslate2 divides by length ** penalty, which ranks a little "
     "differently)"
@@ -94,12 +108,14 @@ class EncodedInput:
 class Translator:
     """Tokenizers, an engine that searches (ours, or CTranslate2 on an exported model), search settings
     and the input policy. `languages` is (source, target) when the training config saved in the
-    checkpoint names them (None for an exported model), so a server need not read the file again."""
+    checkpoint names them (None for an exported model), so a server need not read the file again.
+    `src_lang` / `tgt_lang`: the language codes a multilingual model reads and writes (None: those
+    recorded at import; seq2seq.inference.languages); `for_languages` gives a Translator for others."""
 
     def __init__(
         self,
-        src_tokenizer: Tokenizer,
-        tgt_tokenizer: Tokenizer,
+        src_tokenizer: TextTokenizer,
+        tgt_tokenizer: TextTokenizer,
         engine: Engine,
         *,
         options: SearchOptions = DEFAULT_OPTIONS,
@@ -110,6 +126,8 @@ class Translator:
         quality: QualityScorer | None = None,
         rerank_weight: float | None = None,
         glossary: Glossary | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
     ) -> None:
         """`quality`: a QE model (seq2seq.qe.QualityEstimator) that scores every translation; with
         `rerank_weight` (None: no re-ranking), each search keeps its beam's n-best and orders them by
@@ -119,12 +137,16 @@ class Translator:
             raise UserError(
                 f"long_lines={long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
             )
-        self.src_tokenizer, self.tgt_tokenizer, self.engine = src_tokenizer, tgt_tokenizer, engine
+        self.src_tokenizer, self.tgt_tokenizer = choose_languages(
+            src_tokenizer, tgt_tokenizer, src_lang=src_lang, tgt_lang=tgt_lang
+        )
+        self.engine = engine
         self.options, self.long_lines, self.step, self.languages = options, long_lines, step, languages
         limits = source_limits(engine, src_tokenizer.eos_id)
         self.max_input_tokens = input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
         self.quality, self.rerank_weight = quality, check_weight(rerank_weight)
         self.glossary = glossary
+        self._for_languages: dict[tuple[str | None, str | None], Translator] = {}  # for_languages' results
         if self.rerank_weight is not None and quality is None:
             raise UserError("re-ranking by quality needs a QE model; pass qe_checkpoint= (seq2seq-qe-train's "
                             "best.pt), or drop rerank")  # fmt: skip
@@ -148,6 +170,8 @@ class Translator:
         rerank_weight: float | None = None,
         glossary: str | Path | Glossary | None = None,
         quality: QualityScorer | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
     ) -> Translator:
         """A checkpoint file (engine "torch"), several checkpoint files (an ensemble of their models), or
         a directory written by `seq2seq-export` (engine "ctranslate2"); "auto" tells them apart. Models and
@@ -168,6 +192,8 @@ class Translator:
         `qe_checkpoint`: a loaded QE model (`QualityEstimator.from_checkpoint(path)`, seq2seq.qe) that
         scores every translation; `rerank="qe"` orders each beam's n-best by score + rerank_weight (default
         1.0) * QE score (seq2seq.inference.rerank). `quality=` is qe_checkpoint's old name.
+        `src_lang` / `tgt_lang`: the language codes a multilingual model (M2M100, NLLB) reads and writes
+        by default (None: those recorded when it was imported); translate() may choose others.
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = engine_for(paths, engine)
@@ -175,6 +201,7 @@ class Translator:
         if glossary is not None and not isinstance(glossary, Glossary):
             glossary = Glossary.load(glossary)
         policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines, "glossary": glossary,
+                  "src_lang": src_lang, "tgt_lang": tgt_lang,
                   **_qe_policy(qe_checkpoint, rerank, rerank_weight, quality)}  # fmt: skip
         check_precision(precision)
         target = torch.device(device)
@@ -220,6 +247,42 @@ class Translator:
     def device(self) -> torch.device:
         return self.engine.device
 
+    def for_languages(self, *, src_lang: str | None = None, tgt_lang: str | None = None) -> Translator:
+        """This Translator reading `src_lang` and writing `tgt_lang` (None: as now): the same engine and
+        settings, the tokenizers for those languages (one-line UserError for a code the model does not
+        have, or for a model without language codes). Up to KEPT_LANGUAGE_PAIRS are kept: a server asks
+        for one per request, and a tokenizer for another language is a new sentencepiece model."""
+        if src_lang is None and tgt_lang is None:
+            return self
+        kept = self._for_languages.get((src_lang, tgt_lang))
+        if kept is not None:
+            return kept
+        chosen = copy.copy(self)
+        chosen.src_tokenizer, chosen.tgt_tokenizer = choose_languages(
+            self.src_tokenizer, self.tgt_tokenizer, src_lang=src_lang, tgt_lang=tgt_lang
+        )
+        chosen._for_languages = {}
+        if len(self._for_languages) >= KEPT_LANGUAGE_PAIRS:
+            self._for_languages.clear()  # (atomic: threads may share this Translator)
+        self._for_languages[(src_lang, tgt_lang)] = chosen
+        return chosen
+
+    def warm_up(self) -> None:
+        """One short greedy search, so that the first real one does not pay one-time setup (a server's
+        first request); a multilingual model without chosen languages warms up in any of its own."""
+        src, tgt = any_languages(self.src_tokenizer, self.tgt_tokenizer)
+        self.translate(["Warm-up."], beam_size=1, src_lang=src, tgt_lang=tgt)
+
+    def own_tokens(self, hypothesis: Hypothesis) -> Hypothesis:
+        """The hypothesis without the target language code a multilingual model's output starts with:
+        the tokens a Translation and its confidence describe (seq2seq.inference.languages)."""
+        return without_language_code(hypothesis, forced_codes(self.src_tokenizer, self.tgt_tokenizer))
+
+    def check_languages(self) -> None:
+        """A one-line UserError when the model has language codes and no language was chosen on a side
+        (nor recorded at import): src_lang= or tgt_lang= is then needed."""
+        check_languages(self.src_tokenizer, self.tgt_tokenizer)
+
     # ------------------------------------------------------------------ the one-call API
     def translate(
         self,
@@ -236,6 +299,8 @@ class Translator:
         prefixes: Sequence[str] | None = None,
         constraints: Sequence[Sequence[str]] | None = None,
         avoid: Sequence[str] | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
         return_scores: bool | None = None,
         return_confidence: bool | None = None,
     ) -> list[Translation]:
@@ -249,8 +314,11 @@ class Translator:
         each translation; forced tokens count in the score and the confidence. `constraints` (one list of
         target phrases per text, [] for none) must appear in the translations, with the glossary's
         (seq2seq.decode.constrained); `avoid` (phrases) must appear in none. A Translation then says how
-        many phrases it met and which engine found it. `return_confidence`: the old name of `confidence`;
-        `return_scores`: no longer needed (every Translation has its score).
+        many phrases it met and which engine found it. `src_lang` / `tgt_lang`: the language codes a
+        multilingual model reads and writes in this call (None: this Translator's; `for_languages`); the
+        target code is forced first, before any prefix, and shows in no Translation's text or tokens.
+        `return_confidence`: the old name of `confidence`; `return_scores`: no longer needed (every
+        Translation has its score).
         """
         if return_scores is not None:
             warn_renamed_keyword("return_scores", "each Translation's score (always filled)")
@@ -261,38 +329,44 @@ class Translator:
             beam_size=beam_size, nbest=nbest, length_penalty=length_penalty, max_len_a=max_len_a,
             max_len_b=max_len_b,
         )  # fmt: skip
-        encoded = self.encode(texts)
-        forced = None if prefixes is None else self.encode_prefixes(prefixes, encoded)
-        wanted, banned = self.encode_constraints(
+        translator = self.for_languages(src_lang=src_lang, tgt_lang=tgt_lang)
+        encoded = translator.encode(texts)
+        forced = None if prefixes is None else translator.encode_prefixes(prefixes, encoded)
+        wanted, banned = translator.encode_constraints(
             texts, encoded, options, constraints=constraints, avoid=avoid
         )
-        results = self.search(
+        results = translator.search(
             encoded.sources, options, max_tokens=max_tokens, prefixes=forced, confidence=confidence,
             constraints=wanted, avoid=banned,
         )  # fmt: skip
-        ranked = self.translations(encoded, results, confidence=confidence)
+        ranked = translator.translations(encoded, results, confidence=confidence)
         return [with_alternatives(nbest) if options.nbest > 1 else nbest[0] for nbest in ranked]
 
     # ------------------------------------------------------------------ the steps, for the CLI
     def encode(self, texts: Sequence[str]) -> EncodedInput:
-        """Clean each text and split it into pieces of at most `max_input_tokens` tokens (+ eos)."""
+        """Clean each text and split it into pieces of at most `max_input_tokens` tokens (+ eos). The
+        source tokenizer's prefix (a multilingual model's source language code) starts every piece and
+        counts in its tokens; a model with language codes and none chosen is a UserError here."""
+        self.check_languages()
         limit, tokenizer = self.max_input_tokens, self.src_tokenizer
+        head = list(prefix_of(tokenizer))  # what encode() puts first: on every piece of a split text
+        room = max(limit - len(head), 1)
         sources: list[list[int]] = []
         owners: list[int] = []
         truncated = 0
         for number, text in enumerate(texts):
             line = clean_line(text)
-            ids = tokenizer.encode(line) if line else []
-            if len(ids) > limit and self.long_lines == "error":
+            body = tokenizer.encode(line)[len(head) :] if line else []
+            if len(head) + len(body) > limit and self.long_lines == "error":
                 raise UserError(
-                    f"input line {number + 1} has {len(ids)} tokens, more than the limit of {limit}; "
-                    "pass long_lines=truncate or long_lines=split"
+                    f"input line {number + 1} has {len(head) + len(body)} tokens, more than the limit of "
+                    f"{limit}; pass long_lines=truncate or long_lines=split"
                 )
-            if len(ids) > limit and self.long_lines == "truncate":
-                ids, truncated = ids[:limit], truncated + 1
-            for start in range(0, max(len(ids), 1), limit):
-                chunk = ids[start : start + limit]
-                sources.append(chunk + [tokenizer.eos_id] if chunk else [])
+            if len(head) + len(body) > limit and self.long_lines == "truncate":
+                body, truncated = body[:room], truncated + 1
+            for start in range(0, max(len(body), 1), room):
+                chunk = body[start : start + room]
+                sources.append(head + chunk + [tokenizer.eos_id] if chunk else [])
                 owners.append(number)
         if truncated:
             log.warning(
@@ -301,15 +375,27 @@ class Translator:
         return EncodedInput(sources=sources, owners=owners, n_texts=len(texts))
 
     def encode_prefixes(self, prefixes: Sequence[str], encoded: EncodedInput) -> list[list[int]]:
-        """Target tokens forced at the start of each piece: a text's prefix on its first piece only."""
+        """Target tokens forced at the start of each piece: the target tokenizer's prefix (a multilingual
+        model's target language code) on every piece, then a text's prefix on its first piece only."""
         if len(prefixes) != encoded.n_texts:
             raise UserError(f"got {len(prefixes)} prefixes for {encoded.n_texts} texts; pass one per text")
+        head = list(prefix_of(self.tgt_tokenizer))
         forced, seen = [], set()
         for owner in encoded.owners:
             text = clean_line(prefixes[owner]) if owner not in seen else ""
-            forced.append(self.tgt_tokenizer.encode(text) if text else [])
+            ids = self.tgt_tokenizer.encode(text) if text else []
+            forced.append(ids if head and ids[: len(head)] == head else head + ids)  # the prefix once
             seen.add(owner)
         return forced
+
+    def target_prefixes(self, sources: Sequence[Sequence[int]]) -> list[list[int]] | None:
+        """Per source, the target tokens this Translator's searches force first (its target language
+        code), or None when there are none: search(prefixes=None) forces them, and a caller that searches
+        sources of several Translators together (a server batching requests for several target
+        languages) passes each source's own (`for_languages(...).target_prefixes`)."""
+        check_languages(self.src_tokenizer, self.tgt_tokenizer, source=False)
+        head = list(prefix_of(self.tgt_tokenizer))
+        return [list(head) for _ in sources] if head else None
 
     def encode_constraints(
         self,
@@ -355,8 +441,12 @@ class Translator:
         beam's n-best (beam_size of them), orders them by score + weight * qe and keeps `nbest`.
         `constraints` / `avoid`: `encode_constraints`' results; unmet phrases are logged (`log_unmet`).
         `stop`: asked before each batch and at every decoding step; True ends the search with
-        seq2seq.decode.hypotheses.SearchStopped (a server stops a search nobody waits for any more)."""
+        seq2seq.decode.hypotheses.SearchStopped (a server stops a search nobody waits for any more).
+        `prefixes`: per source, the whole forced start of its output (`encode_prefixes`, which puts the
+        target language code first); None: the target language code alone (`target_prefixes`), if any."""
         options = options or self.options
+        if prefixes is None:
+            prefixes = self.target_prefixes(sources)
         wanted = options.nbest
         if self.rerank_weight is not None and options.searches_beams:
             options = options.replace(nbest=options.beam_size)
@@ -390,6 +480,8 @@ class Translator:
         for: `results` must then come from `search(..., confidence=True)`."""
         ranks = by_rank(encoded.owners, encoded.n_texts, results)
         tokenizer = self.tgt_tokenizer
+        if forced_codes(self.src_tokenizer, tokenizer):  # the forced language code: no token of the text
+            ranks = [[[self.own_tokens(h) for h in parts] for parts in ranked] for ranked in ranks]
         return [
             [translation_of(parts, self.detokenize, tokenizer, confidence=confidence) for parts in ranked]
             for ranked in ranks

@@ -38,6 +38,7 @@ from seq2seq.serve.requests import (
     encode_terms,
     parse_request,
     read_limited,
+    request_translator,
     require_json,
 )
 from seq2seq.serve.security import allow_origins, check_api_key
@@ -141,11 +142,13 @@ async def _translate(
         raise HTTPError(408, f"the body did not arrive within request_timeout_s={timeout:g} s") from None
     parsed = parse_request(body, limits, batcher.translator.options)
     texts, options, confidence = parsed.texts, parsed.options, parsed.confidence
-    encoded = encode_request(batcher.translator, texts)
-    terms = encode_terms(batcher.translator, parsed, encoded)
+    translator = request_translator(batcher.translator, parsed)  # the request's languages
+    encoded = encode_request(translator, texts)
+    terms = encode_terms(translator, parsed, encoded)
     work = batcher.translate(
-        encoded, options, confidence=confidence, constraints=terms.constraints, avoid=terms.avoid
-    )
+        encoded, options, confidence=confidence, constraints=terms.constraints, avoid=terms.avoid,
+        prefixes=translator.target_prefixes(encoded.sources),
+    )  # fmt: skip
     nbest = await _while_client_waits(work, request, deadline, timeout)
     milliseconds = (time.perf_counter() - start) * 1000
     answer: dict[str, Any] = {"model": name, "milliseconds": round(milliseconds, 1)}

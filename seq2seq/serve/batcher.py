@@ -6,7 +6,9 @@ full, so a burst of requests longer than one wait still shares a batch while a l
 only `batch_wait_ms`. (A longer wait makes larger batches, but it did not raise throughput with 32
 clients: benchmarks/results.md.) The requests of a batch are
 searched as one set of sentences (length-sorted into token-budget batches by the Translator), and
-each request gets back exactly its own translations.
+each request gets back exactly its own translations. Requests for different languages of a multilingual
+model share batches too: each brings its sources with its source language code and its own forced target
+prefix (its target language code) per sentence, which the search applies row by row.
 
 Requests arrive here already checked and encoded (requests.py), so a bad one never joins a batch. If a
 batch still fails, its requests are searched again one by one, so only the culprit gets an error: a
@@ -61,6 +63,7 @@ class _Job:
     confidence: bool = False  # answer with Translations, confidence included
     constraints: list[list[list[int]]] | None = None  # per piece, target phrases (seq2seq.decode.constrained)
     avoid: tuple[tuple[int, ...], ...] = ()  # avoided target phrases: jobs share a batch only with the same
+    prefixes: list[list[int]] | None = None  # per piece, its forced target start (a language code)
     # -> "started" (taken into a search) or "dropped" (its client has gone); "started" -> "abandoned"
     # (its client has gone during its search: a search whose every job is abandoned stops)
     state: str = "queued"
@@ -145,16 +148,19 @@ class BatchingTranslator:
         confidence: bool = False,
         constraints: list[list[list[int]]] | None = None,
         avoid: tuple[tuple[int, ...], ...] = (),
+        prefixes: list[list[int]] | None = None,
     ) -> Answer:
         """Per text, its n-best Translations (seq2seq.inference.confidence): text and score; with
         `confidence` their confidence too, with `constraints` (target phrases per piece of `encoded`) how
         many phrases each met. Requests with and without them share batches: what one asks for
         changes no other's answer (`avoid`, phrases no output may contain, applies to a whole search, so
-        only requests avoiding the same phrases share one). Cancelling the call drops the request's work
+        only requests avoiding the same phrases share one). `prefixes`: per piece of `encoded`, the target
+        tokens its search forces first (Translator.target_prefixes of the request's languages; None:
+        the Translator's own). Cancelling the call drops the request's work
         unless its search has started, and stops its search if no other request waits for it; HTTPError
         503 when the queue is full or the model thread gone."""
         loop = asyncio.get_running_loop()
-        job = _Job(encoded, options, loop, loop.create_future(), confidence, constraints, avoid)
+        job = _Job(encoded, options, loop, loop.create_future(), confidence, constraints, avoid, prefixes)
         self._admit(job)
         try:
             return await job.future
@@ -320,6 +326,8 @@ class BatchingTranslator:
         if constraints is not None or jobs[0].avoid:
             # Translations say how many phrases each met; they need the per-token log-probabilities.
             asked.update(confidence=True, constraints=constraints, avoid=[list(p) for p in jobs[0].avoid])
+        if any(job.prefixes is not None for job in jobs):
+            asked["prefixes"] = merged_prefixes(jobs, self.translator)
         results = self.translator.search(
             merged.sources, jobs[0].options, max_tokens=self.max_tokens, **asked,
             stop=lambda: all(job.state == "abandoned" for job in waiting),  # read without the lock
@@ -376,8 +384,9 @@ def sentence_job(job: _Job, index: int) -> _Job:
     pieces = [piece for piece, owner in enumerate(job.encoded.owners) if owner == index]
     sources = [job.encoded.sources[piece] for piece in pieces]
     constraints = None if job.constraints is None else [job.constraints[piece] for piece in pieces]
+    prefixes = None if job.prefixes is None else [job.prefixes[piece] for piece in pieces]
     encoded = EncodedInput(sources=sources, owners=[0] * len(pieces), n_texts=1)
-    return dataclasses.replace(job, encoded=encoded, constraints=constraints)
+    return dataclasses.replace(job, encoded=encoded, constraints=constraints, prefixes=prefixes)
 
 
 def _same_search(job: _Job, first: _Job) -> bool:
@@ -393,6 +402,16 @@ def merged_constraints(jobs: list[_Job]) -> list[list[list[int]]] | None:
         for job in jobs
         for phrases in (job.constraints if job.constraints is not None else [[] for _ in job.encoded.sources])
     ]
+
+
+def merged_prefixes(jobs: list[_Job], translator: Translator) -> list[list[int]]:
+    """The jobs' forced target prefixes, piece after piece as `merge` orders them; a job without its own
+    gets the Translator's (Translator.target_prefixes; none for a model without language codes)."""
+    merged: list[list[int]] = []
+    for job in jobs:
+        sources = job.encoded.sources
+        merged.extend(job.prefixes or translator.target_prefixes(sources) or [[] for _ in sources])
+    return merged
 
 
 def merge(parts: list[EncodedInput]) -> EncodedInput:

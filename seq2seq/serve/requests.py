@@ -26,7 +26,10 @@ from seq2seq.inference.translator import EncodedInput, Translator
 log = logging.getLogger("seq2seq.serve")
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logged and counted, never sent
 # What a request body may hold (the names of seq2seq.inference.settings), and the old names still taken.
-FIELDS = ("texts", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid")
+FIELDS = (
+    "texts", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid", "src_lang",
+    "tgt_lang",
+)  # fmt: skip
 RENAMED_FIELDS = {"text": "texts"}  # old -> new: accepted for one release, with a logged warning
 MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
 
@@ -89,6 +92,8 @@ class ParsedRequest:
     confidence: bool = False
     constraints: list[list[str]] | None = None  # per text, target phrases its translation must contain
     avoid: list[str] | None = None  # target phrases no translation may contain
+    src_lang: str | None = None  # a multilingual model's source / target language code (None: the server's)
+    tgt_lang: str | None = None
 
 
 def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> ParsedRequest:
@@ -118,7 +123,17 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
     if not isinstance(confidence, bool):
         raise HTTPError(422, f'"confidence" must be true or false, got {json.dumps(confidence)}')
     constraints, avoid = _terms(payload, len(texts), limits)
-    return ParsedRequest(texts, _options(payload, limits, defaults), confidence, constraints, avoid)
+    options = _options(payload, limits, defaults)
+    return ParsedRequest(texts, options, confidence, constraints, avoid, *_languages(payload))
+
+
+def _languages(payload: dict[str, Any]) -> tuple[str | None, str | None]:
+    """ "src_lang" and "tgt_lang": a language code each, or null / absent for the server's."""
+    codes = payload.get("src_lang"), payload.get("tgt_lang")
+    for name, code in zip(("src_lang", "tgt_lang"), codes):
+        if code is not None and (not isinstance(code, str) or not code):
+            raise HTTPError(422, f'"{name}" must be a language code of the model, got {json.dumps(code)}')
+    return codes
 
 
 def _renamed(payload: dict[str, Any]) -> dict[str, Any]:
@@ -201,6 +216,18 @@ def _options(payload: dict[str, Any], limits: Limits, defaults: SearchOptions) -
             422, f'"length_penalty" must be a number from 0 to {MAX_PENALTY:g}, got {json.dumps(penalty)}'
         )
     return defaults.replace(beam_size=beam_size, nbest=nbest, length_penalty=float(penalty))
+
+
+def request_translator(translator: Translator, parsed: ParsedRequest) -> Translator:
+    """The server's Translator for the request's languages ("src_lang", "tgt_lang"; the server's own
+    otherwise): 422 with the model's codes for a code it does not have, or when a multilingual model
+    has no target language yet (seq2seq.inference.languages)."""
+    try:
+        chosen = translator.for_languages(src_lang=parsed.src_lang, tgt_lang=parsed.tgt_lang)
+        chosen.check_languages()
+    except UserError as error:
+        raise HTTPError(422, str(error)) from None
+    return chosen
 
 
 def encode_request(translator: Translator, texts: list[str]) -> EncodedInput:

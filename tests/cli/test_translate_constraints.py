@@ -119,6 +119,7 @@ def test_bad_constraint_input_is_one_line_naming_the_line(checkpoint, tmp_path, 
 def test_a_phrase_the_tokenizer_drops_is_refused():
     class Empty:
         unk_id = 1
+        prefix = ()
 
         def encode(self, text: str) -> list[int]:
             return []

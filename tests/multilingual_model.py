@@ -1,0 +1,60 @@
+"""A tiny multilingual model, as seq2seq-import writes an M2M100 one: tiny_tokenizer()'s sentencepiece model
+behind MappedTokenizers (seq2seq.data.mapped_tokenizer) with three language codes after its pieces, the
+source tokenizer putting its language's code first, the target one the code the model must write first.
+Also its OPUS-MT counterpart (kind "marian"), whose ">>xx<<" target-language tokens go on the source.
+
+Random weights (tiny_model), with the codes' output rows shrunk so that the model does not simply repeat
+the forced code: its outputs then differ from language to language and from text to text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from tiny_models import tiny_model, tiny_tokenizer
+
+from seq2seq.checkpoint import save_checkpoint
+from seq2seq.data.mapped_tokenizer import MappedTokenizer, piece_names
+
+CODES = ("en", "es", "fr")  # the tokens "__en__", "__es__", "__fr__", after the sentencepiece pieces
+PAD, UNK, DECODER_START, EOS = 0, 1, 2, 3  # tiny_tokenizer()'s sentencepiece ids
+OPTIONS = {"max_len_a": 0.0, "max_len_b": 8}  # short searches
+
+
+def mapped_tokenizers(
+    src_lang: str | None = "en", tgt_lang: str | None = "es", *, kind: str = "m2m100"
+) -> tuple[MappedTokenizer, MappedTokenizer]:
+    """(source, target) tokenizers with `src_lang` / `tgt_lang` recorded (None: none, as an import
+    without them); the decoder starts from "<s>". `kind` "marian": the codes are ">>xx<<" tokens."""
+    model = tiny_tokenizer().to_bytes()
+    pieces = piece_names(model)
+    languages = {code: len(pieces) + index for index, code in enumerate(CODES)}
+    names = [f">>{code}<<" if kind == "marian" else f"__{code}__" for code in CODES]
+
+    def side(language: str | None) -> MappedTokenizer:
+        return MappedTokenizer(
+            kind=kind, model=model, vocabulary=[*pieces, *names], pad_id=PAD, eos_id=EOS, unk_id=UNK,
+            bos_id=DECODER_START, specials=[PAD, UNK, DECODER_START, EOS, *languages.values()],
+            languages=languages, language=language,
+        )  # fmt: skip
+
+    return side(src_lang), side(tgt_lang)
+
+
+def multilingual_checkpoint(
+    path: Path, *, src_lang: str | None = "en", tgt_lang: str | None = "es", kind: str = "m2m100"
+) -> Path:
+    """A checkpoint file of a random tiny model over mapped_tokenizers(src_lang, tgt_lang, kind=kind)."""
+    src, tgt = mapped_tokenizers(src_lang, tgt_lang, kind=kind)
+    model = tiny_model(tgt.vocab_size, seed=3, max_positions=128)
+    with torch.no_grad():
+        model.output.weight[min(src.languages.values()) :] *= 0.3  # (codes, D): rarely chosen freely
+    payload = {
+        "model": model.state_dict(),
+        "model_config": model.config,
+        "step": 1,
+        "tokenizer": {"src": src.to_bytes(), "tgt": tgt.to_bytes()},
+    }
+    save_checkpoint(path, payload)
+    return path
