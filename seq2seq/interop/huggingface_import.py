@@ -164,10 +164,11 @@ def _log_model(
 ) -> None:
     log.info(
         "importing %s (%s) from %s: %d encoder + %d decoder layers, d_model %d, %d heads, ffn %d, %s-norm, "
-        "%s, vocabulary %d%s, %.1fM parameters; languages %s -> %s",
+        "%s, vocabulary %d%s, %.1fM parameters; %s",
         ARCHITECTURES[model_type], model_type, directory, settings["encoder_layers"],
         settings["decoder_layers"], settings["d_model"], settings["n_heads"], settings["ffn_dim"],
         settings["norm"], settings["activation"], settings["tgt_vocab_size"],
         "" if settings["share_embeddings"] else f" (source {settings['src_vocab_size']})",
-        count_parameters(model) / 1e6, languages[0] or "?", languages[1] or "?",
+        count_parameters(model) / 1e6,
+        f"languages {languages[0] or '-'} -> {languages[1] or '-'}" if any(languages) else "no languages",
     )  # fmt: skip

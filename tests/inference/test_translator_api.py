@@ -148,12 +148,12 @@ def test_an_xformers_checkpoint_translates_with_sdpa_where_xformers_cannot_run(
 
     from seq2seq.checkpoint import load_checkpoint, save_checkpoint
     from seq2seq.inference import loading
-    from seq2seq.model import builders
+    from seq2seq.model import argument_checks
 
     payload = load_checkpoint(finished_run / "last.pt")
     payload["model_config"] = {**payload["model_config"], "attention_backend": "xformers"}
     save_checkpoint(tmp_path / "xformers.pt", {k: v for k, v in payload.items() if k != "format_version"})
-    for module in (loading, builders):  # as on a machine without the package
+    for module in (loading, argument_checks):  # as on a machine without the package
         monkeypatch.setattr(module, "xformers_installed", lambda: False)
     lines = ["the man sees the dog", "a woman finds the house"]
     with caplog.at_level(logging.INFO):

@@ -36,6 +36,15 @@ class FlakyTranslator:
     glossary = None  # a Translator without a glossary: a request without phrases encodes none
     engine = SimpleNamespace(name="stand-in")
 
+    def for_languages(self, *, src_lang: str | None = None, tgt_lang: str | None = None) -> FlakyTranslator:
+        return self  # a model without language codes serves every request as it is
+
+    def check_languages(self) -> None:
+        pass
+
+    def target_prefixes(self, sources: list[list[int]]) -> None:
+        return None  # nothing forced
+
     def encode(self, texts: list[str]) -> EncodedInput:
         return EncodedInput(sources=[[ord(c) for c in t] for t in texts], owners=list(range(len(texts))),
                             n_texts=len(texts))  # fmt: skip
