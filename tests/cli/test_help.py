@@ -15,7 +15,10 @@ from commands import run_module
         ("seq2seq.cli.translate", ["one output line per input line", "long_lines=truncate", "decode=sample"]),
         ("seq2seq.cli.train", ["model/positional: alibi, learned, rope, sinusoidal", "trainer.resume=PATH"]),
         ("seq2seq.cli.prepare", ["apt-get", "data=parallel_files"]),
-        ("seq2seq.cli.export", ["weight_format=int8", "ALiBi, local windows (model.window)", "format=huggingface"]),
+        (
+            "seq2seq.cli.export",
+            ["weight_format=int8", "ALiBi, local windows (model.window)", "format=huggingface"],
+        ),
         ("seq2seq.cli.import_model", ["MarianMTModel", "src_lang", "init_from="]),
         ("seq2seq.cli.serve", ["POST /translate", "SIGTERM", "max_body_bytes"]),
         ("seq2seq.cli.backtranslate", ["decode=sample decode.top_k=10", "kill -9", "force=true"]),
