@@ -51,13 +51,29 @@ def alignments_and_pictures(
         weights = (
             weights.mean(0) if cfg.attention_head is None else weights[int(cfg.attention_head)]
         )  # (T, S')
-        best_source = weights[: len(hypothesis)].argmax(-1).tolist()  # per target token
-        out[index] = " ".join(f"{s * stride}-{t}" for t, s in enumerate(best_source))
+        out[index] = alignment_pairs(weights, hypothesis, stride, codes=language_codes(translator, nbest[0]))
         if picture_dir is not None:
             src_pieces = column_labels([translator.src_tokenizer.id_to_piece(i) for i in source], stride)
             tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
             save_attention_png(picture_dir / f"{index + 1:06d}.png", weights, src_pieces, tgt_pieces)
     return out
+
+
+def language_codes(translator: Translator, hypothesis: Hypothesis) -> tuple[int, int]:
+    """How many language-code tokens lead the source (M2M100/NLLB's source code, OPUS-MT's >>xx<<) and
+    the hypothesis (the target code every search forces): they are no words, and do not count."""
+    forced = len(hypothesis.tokens) - len(translator.own_tokens(hypothesis).tokens)
+    return len(translator.src_tokenizer.prefix), forced
+
+
+def alignment_pairs(weights: Tensor, hypothesis: list[int], stride: int, *, codes: tuple[int, int]) -> str:
+    """ "src-tgt" pairs, each target token with its most attended source position, counted without the
+    leading language codes (a token attending most to a code gets no pair).
+    Shapes: weights (T, S'), T >= len(hypothesis)."""
+    source_codes, target_codes = codes
+    best_source = weights[target_codes : len(hypothesis)].argmax(-1).tolist()  # per target word token
+    pairs = [(s * stride - source_codes, t) for t, s in enumerate(best_source)]
+    return " ".join(f"{s}-{t}" for s, t in pairs if s >= 0)
 
 
 def check_attention_settings(cfg: DictConfig, translator: Translator) -> None:
