@@ -14,11 +14,10 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
 from commands import run_module  # noqa: E402
-from huggingface_models import TEXTS, build, outputs  # noqa: E402
-from test_huggingface_export import BEAM, GREEDY, hf_generate  # noqa: E402
+from huggingface_models import TEXTS, build  # noqa: E402
+from test_huggingface_export import assert_generates_alike  # noqa: E402
 from toy_corpus import write_toy_corpus  # noqa: E402
 
-from seq2seq.inference.translator import Translator  # noqa: E402
 from seq2seq.interop.huggingface_export import export_huggingface  # noqa: E402
 
 
@@ -50,10 +49,4 @@ def test_a_fine_tuned_import_generates_the_same_in_transformers(tmp_path: Path, 
     changed = [name for name, tensor in imported.model.state_dict().items()
                if not torch.equal(model.state_dict()[name], tensor)]  # fmt: skip
     assert changed, "the exported model is the imported one: fine-tuning did not reach the export"
-    for options, beams in ((GREEDY, 1), (BEAM, 4)):
-        translator = Translator.from_checkpoint(tuned, options=options)
-        ours = [nbest[0].tokens for nbest in translator.search(translator.encode(TEXTS).sources)]
-        expected = hf_generate(model, tokenizer, TEXTS, num_beams=beams, length_penalty=0.0)
-        assert ours == outputs(expected, model.config)
-        decoded = tokenizer.batch_decode(expected, skip_special_tokens=True)
-        assert [t.text for t in translator.translate(TEXTS)] == decoded
+    assert_generates_alike(tuned, model, tokenizer, TEXTS)

@@ -75,6 +75,13 @@ def test_our_own_marian_model_generates_the_same_in_transformers(tmp_path):
     tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
     assert isinstance(model, transformers.MarianMTModel)
     texts = sentences(10, seed=4, words=(1, 8))
+    ours = assert_generates_alike(checkpoint, model, tokenizer, texts)
+    assert {len(tokens) for tokens in ours} != {LIMIT}
+
+
+def assert_generates_alike(checkpoint: Path, model, tokenizer, texts: list[str]) -> list[list[int]]:
+    """Our Translator on `checkpoint` and transformers' `model` (its export) give the same tokens and
+    text, greedy and with beam 4; returns our beam-4 tokens."""
     for options, beams in ((GREEDY, 1), (BEAM, 4)):
         translator = Translator.from_checkpoint(checkpoint, options=options)
         ours = [nbest[0].tokens for nbest in translator.search(translator.encode(texts).sources)]
@@ -82,7 +89,7 @@ def test_our_own_marian_model_generates_the_same_in_transformers(tmp_path):
         assert ours == outputs(expected, model.config)
         decoded = tokenizer.batch_decode(expected, skip_special_tokens=True)
         assert [t.text for t in translator.translate(texts)] == decoded
-    assert {len(tokens) for tokens in ours} != {LIMIT}
+    return ours
 
 
 @pytest.mark.slow

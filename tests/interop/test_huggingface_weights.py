@@ -14,6 +14,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
+from huggingface_models import SIZES as MODEL_SIZES  # noqa: E402
+
 from seq2seq.errors import UserError  # noqa: E402
 from seq2seq.interop.huggingface_config import (  # noqa: E402
     export_problems,
@@ -32,11 +34,7 @@ from seq2seq.interop.huggingface_weights import (  # noqa: E402
 from seq2seq.model import build_model  # noqa: E402
 from seq2seq.nn.positional import sinusoid_table  # noqa: E402
 
-SIZES = dict(
-    d_model=32, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
-    encoder_ffn_dim=64, decoder_ffn_dim=64, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-    max_position_embeddings=64, init_std=0.3,
-)  # fmt: skip
+SIZES = {**MODEL_SIZES, "decoder_layers": 3}  # unequal depths: the name maps may not assume them equal
 VOCAB = 100
 
 
