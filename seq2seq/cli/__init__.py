@@ -10,10 +10,13 @@ data_config.py    the `data` config group -> prepare_training_data's arguments (
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
 translation_output.py  what seq2seq-translate writes: columns, JSON lines, Moses n-best lines, the report
 attention_output.py    alignments and attention pictures (alignment=true, attention_dir=)
-translator_config.py   a command's config -> a Translator: translate, serve, backtranslate, qe-data
+translator_config.py   a command's config -> a Translator: translate, serve, backtranslate, distill, qe-data
 text_files.py     a command's text in and out, one line per line: a file, or - for stdin / stdout
 backtranslate.py  seq2seq-backtranslate: monolingual text + a reverse model -> synthetic parallel data
-backtranslate_dir.py  its output directory: settings fingerprint, lock, chunks saved whole, final corpus
+distill.py        seq2seq-distill: training sources + a teacher -> the corpus a student learns from
+distill_filter.py its filter: the teacher's scores of its translations -> the pairs left out
+corpus_translation.py  a whole file translated chunk by chunk, resumable: what those two share
+translated_corpus_dir.py  their output directory: settings fingerprint, lock, chunks saved whole, corpus
 export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory, or a Hugging Face one
 import_model.py   seq2seq-import: a Hugging Face model directory (MarianMT, M2M100/NLLB) -> a checkpoint
 shortlist.py      seq2seq-shortlist: a vocabulary shortlist for a model, learned from its training text

@@ -25,8 +25,9 @@ from hydra import compose, initialize_config_dir
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.cli import backtranslate_dir
-from seq2seq.cli.backtranslate import backtranslate, chunk_seed, count_lines
+from seq2seq.cli import translated_corpus_dir
+from seq2seq.cli.backtranslate import backtranslate
+from seq2seq.cli.corpus_translation import chunk_seed, count_lines
 from seq2seq.cli.launch import config_dir
 from seq2seq.files import this_host
 
@@ -41,14 +42,14 @@ LANGUAGES = {"data": {"src_lang": "es", "tgt_lang": "en"}}  # the reverse model:
 # no cleanup: as `kill -9` does) as soon as the chunk the first argument names is saved.
 KILL_AFTER_CHUNK = """
 import os, runpy, signal, sys
-from seq2seq.cli import backtranslate_dir
+from seq2seq.cli import translated_corpus_dir
 index = int(sys.argv.pop(1))
-save = backtranslate_dir.save_chunk
+save = translated_corpus_dir.save_chunk
 def save_then_die(out, stats, pairs):
     save(out, stats, pairs)
     if stats.index == index:
         os.kill(os.getpid(), signal.SIGKILL)
-backtranslate_dir.save_chunk = save_then_die
+translated_corpus_dir.save_chunk = save_then_die
 runpy.run_module("seq2seq.cli.backtranslate", run_name="__main__", alter_sys=True)
 """
 
@@ -181,7 +182,7 @@ def test_missing_files_and_a_held_directory_are_one_line_errors(checkpoint, mono
     assert "output_dir=" in error_line(run(checkpoint, monolingual, tmp_path / "file"))
     nameless = save_tiny_checkpoint(tmp_path / "nameless.pt", tiny_model(64), tiny_tokenizer(), step=1)
     assert "pass src_lang=" in error_line(run(nameless, monolingual, tmp_path / "bt"))
-    with backtranslate_dir.holding(tmp_path / "bt"):
+    with translated_corpus_dir.holding(tmp_path / "bt"):
         assert "is in use by process" in error_line(run(checkpoint, monolingual, tmp_path / "bt"))
     assert not (tmp_path / "bt" / "chunks").exists()
 

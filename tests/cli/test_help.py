@@ -22,6 +22,7 @@ from commands import run_module
         ("seq2seq.cli.import_model", ["MarianMTModel", "src_lang", "init_from="]),
         ("seq2seq.cli.serve", ["POST /translate", "SIGTERM", "max_body_bytes"]),
         ("seq2seq.cli.backtranslate", ["decode=sample decode.top_k=10", "kill -9", "force=true"]),
+        ("seq2seq.cli.distill", ["filter.drop_fraction=0.05", "kill -9", "experiment=student"]),
     ],
 )
 def test_help_explains_usage_and_policies(module: str, expected: list[str], tmp_path: Path) -> None:
