@@ -55,8 +55,9 @@ def worker(args: argparse.Namespace) -> dict:
 
     torch.set_num_threads(args.threads)  # CTranslate2 engines take the same number of threads
     shortlist = args.shortlist or None
+    model = args.worker.split(",") if "," in args.worker else args.worker  # several: an ensemble
     translator = Translator.from_checkpoint(
-        args.worker, quantization=args.quantization, shortlist=shortlist, compile=args.compile
+        model, quantization=args.quantization, shortlist=shortlist, compile=args.compile
     )
     lines = args.source.read_text(encoding="utf-8").splitlines()
     passes = []

@@ -4,8 +4,8 @@ ensemble; a run killed with SIGKILL resumes to the bytes of an uninterrupted run
 search is refused by name; the filter drops exactly the pairs the scores say, without translating again.
 
 The command runs in this process on the config Hydra composes, as in test_backtranslate.py (whose
-chunk machinery it shares); only seq2seq-translate, the reference, and the run killed by SIGKILL are
-subprocesses.
+chunk machinery it shares), and so does seq2seq-translate, the reference; only the run killed by
+SIGKILL is a subprocess.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from commands import ENV, error_line, run_module
+from commands import ENV, error_line
 from hydra import compose, initialize_config_dir
+from in_process import translate_lines
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
@@ -108,10 +109,9 @@ def report(out: Path) -> dict:
 def test_the_corpus_is_what_seq2seq_translate_writes_with_the_teachers_scores(teachers, sources, tmp_path):
     result = run(teachers[0], sources, tmp_path / "d")
     assert result.returncode == 0, result.stderr[-3000:]
-    translated = run_module("seq2seq.cli.translate", f"checkpoint={teachers[0]}", f"input={sources}",
-                            f"output={tmp_path / 'hyp.es'}", *SHORT, cwd=tmp_path)  # fmt: skip
-    assert translated.returncode == 0, translated.stderr[-3000:]
-    by_line = dict(zip(LINES, lines_of(tmp_path / "hyp.es")))  # seq2seq-translate: beam 5 by default too
+    code, stderr, hypotheses = translate_lines(tmp_path, LINES, f"checkpoint={teachers[0]}", *SHORT)
+    assert code == 0, stderr[-3000:]
+    by_line = dict(zip(LINES, hypotheses))  # seq2seq-translate: beam 5 by default too
     expected = [(line, by_line[line]) for line in GIVEN if by_line[line]]
     assert (
         list(zip(lines_of(tmp_path / "d" / "distill.en"), lines_of(tmp_path / "d" / "distill.es")))
