@@ -232,3 +232,19 @@ def test_bad_settings_are_one_line_errors_before_anything_is_written(teachers, s
     assert "no.pt does not exist" in missing and "pass the teacher" in missing
     assert "decode.nbest=2" in error_line(run(teachers[0], sources, tmp_path / "d", "decode.nbest=2"))
     assert not (tmp_path / "d").exists()
+
+
+def test_an_exported_teacher_in_int8_gives_its_own_translations_and_scores(teachers, sources, tmp_path):
+    pytest.importorskip("ctranslate2", reason="needs the export extra: pip install 'seq2seq[export]'")
+    from seq2seq.export.ctranslate2 import export_ctranslate2
+
+    exported = export_ctranslate2(teachers[0], tmp_path / "ct2")
+    result = run(exported, sources, tmp_path / "d", "quantization=int8")
+    assert result.returncode == 0, result.stderr[-3000:]
+    engine = Translator.from_checkpoint(exported, quantization="int8", options=OPTIONS)
+    expected = [t for t in engine.translate(GIVEN, confidence=True) if t.text]
+    assert lines_of(tmp_path / "d" / "distill.es") == [t.text for t in expected]  # languages from the export
+    scores = [float(s) for s in lines_of(tmp_path / "d" / "distill.scores")]
+    # int8 scales each batch's activations by that batch's range: other batches, scores off by ~1e-3
+    assert scores == pytest.approx([t.mean_log_prob for t in expected], abs=1e-2)
+    assert report(tmp_path / "d")["engine"] == "ctranslate2"
