@@ -94,7 +94,7 @@ def test_building_block_defaults_agree_with_base_yaml(function: Any, keyword: st
 
 ENCODER_DECODER_SIZES = ["base", "big", "small", "tiny"]
 # Encoder-decoder configurations for a purpose (an export format), diffs on base that may restate its values.
-PURPOSES = ["marian"]
+PURPOSES = ["marian", "student"]
 
 
 def test_sizes_are_diffs_on_top_of_base() -> None:
@@ -131,6 +131,15 @@ def test_marian_is_small_with_what_a_marianmt_model_needs() -> None:
     assert model.output.bias is not None and model.output.weight is model.encoder.embedding.weight
 
 
+def test_the_student_is_small_with_depth_moved_from_decoder_to_encoder() -> None:
+    student, small = model_size("student"), model_size("small")
+    assert (student["encoder_layers"], student["decoder_layers"]) == (6, 2)
+    assert {k: v for k, v in student.items() if not k.endswith("_layers")} == {
+        k: v for k, v in small.items() if not k.endswith("_layers")
+    }
+    assert model_config("student")["dropout"] == model_config("small")["dropout"]
+
+
 @pytest.mark.parametrize("name", ["tiny", "small", "base", "big", *PURPOSES])
 def test_model_config_reads_what_hydra_composes(name: str) -> None:
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
@@ -151,7 +160,7 @@ def test_an_unknown_size_is_a_one_line_error() -> None:
     with pytest.raises(
         ValueError,
         match=r"model size 'huge' does not exist; choose one of base, big, decoder_only, decoder_only_tiny, "
-        r"encoder_only, encoder_only_tiny, marian, small, tiny",
+        r"encoder_only, encoder_only_tiny, marian, small, student, tiny",
     ):
         model_size("huge")
 
