@@ -53,7 +53,6 @@ def measure(args: argparse.Namespace, source: Path) -> dict[tuple[str, str, int]
     for round_ in range(args.rounds):
         for model, engine, threads in runs:
             path, quantization, shortlist = rows[model, engine]
-            args.threads_now = threads
             worker_args = argparse.Namespace(threads=threads, max_tokens=args.max_tokens)
             result = run_worker(path, worker_args, source, args.beam, quantization, shortlist, False)
             runs[model, engine, threads].append(result)
