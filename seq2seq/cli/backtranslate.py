@@ -12,7 +12,6 @@ the bytes an uninterrupted run writes, a rerun with other settings is refused.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -28,7 +27,6 @@ from seq2seq.cli.corpus_translation import check_suffixes, count_lines, model_la
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.translator_config import translator_from_config
 from seq2seq.errors import UserError
-from seq2seq.files import atomic_output
 from seq2seq.inference.confidence import Translation
 from seq2seq.inference.translator import Translator
 
@@ -97,17 +95,13 @@ def backtranslate(cfg: DictConfig) -> dict[str, Any]:
         outputs = {"src": corpus[0], "tgt": corpus[1]}
         wall = time.perf_counter() - began
         report = chunked.summary(translator, cfg, settings, stats, resumed, outputs, wall)
-        with atomic_output(settings.output_dir / store.REPORT_FILE, "w", encoding="utf-8") as stream:
-            stream.write(json.dumps(report, indent=2) + "\n")
-    log_summary(report, settings.output_dir / store.REPORT_FILE)
+        path = chunked.write_report(report, settings.output_dir)
+    log_summary(report, path)
     return report
 
 
 def log_summary(report: dict[str, Any], path: Path) -> None:
-    if report["empty_lines"]:
-        log.info("skipped %d blank input lines (no pair)", report["empty_lines"])
-    if report["empty_translations"]:
-        log.warning("skipped %d lines whose translation came out empty", report["empty_translations"])
+    chunked.log_skipped(JOB, report)
     log.info("back-translated %d sentences in %.1f s (%.1f sentences/s, engine %s): %d pairs in %s and "
              "%s; report %s", report["sentences"], report["seconds"], report["sentences_per_second"],
              report["engine"], report["pairs"], *report["outputs"].values(), path)  # fmt: skip

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import json
 import logging
 import re
 import sys
@@ -36,6 +37,7 @@ from seq2seq.data.binarize import file_digest
 from seq2seq.data.corpus import check_policy, decode_line, iter_raw_lines, normalize
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
+from seq2seq.files import atomic_output
 from seq2seq.inference.confidence import Translation
 from seq2seq.inference.exported import read_metadata
 from seq2seq.inference.translator import Translator
@@ -337,8 +339,35 @@ def summary(
     }  # fmt: skip
 
 
+def write_report(report: dict[str, Any], directory: Path) -> Path:
+    """report.json in `directory`, written whole (a temporary file renamed); its path."""
+    path = directory / store.REPORT_FILE
+    with atomic_output(path, "w", encoding="utf-8") as stream:
+        stream.write(json.dumps(report, indent=2) + "\n")
+    return path
+
+
+def log_skipped(job: Job, report: dict[str, Any]) -> None:
+    """The input lines that gave no pair, if any: blank ones, and those whose translation was empty."""
+    if report["empty_lines"]:
+        job.log.info("skipped %d blank input lines (no pair)", report["empty_lines"])
+    if report["empty_translations"]:
+        job.log.warning("skipped %d lines whose translation came out empty", report["empty_translations"])
+
+
 __all__ = [
-    "Job", "Settings", "check_suffixes", "checkpoint_digest", "chunk_seed", "count_lines", "fingerprint",
-    "model_languages", "read_settings",
-    "summary", "translate_file", "translate_texts",
+    "Job",
+    "Settings",
+    "check_suffixes",
+    "checkpoint_digest",
+    "chunk_seed",
+    "count_lines",
+    "fingerprint",
+    "log_skipped",
+    "model_languages",
+    "read_settings",
+    "summary",
+    "translate_file",
+    "translate_texts",
+    "write_report",
 ]  # fmt: skip

@@ -16,7 +16,6 @@ with another filter only rewrites the corpus.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -137,17 +136,13 @@ def distill(cfg: DictConfig) -> dict[str, Any]:
                    "scores": out.corpus_file(SCORE_SUFFIX), "dropped": out.root / DROPPED_FILE}  # fmt: skip
         report = chunked.summary(teacher, cfg, settings, stats, resumed, outputs, time.perf_counter() - began)
         report["filter"] = kept
-        with atomic_output(settings.output_dir / store.REPORT_FILE, "w", encoding="utf-8") as stream:
-            stream.write(json.dumps(report, indent=2) + "\n")
-    log_summary(report, settings.output_dir / store.REPORT_FILE)
+        path = chunked.write_report(report, settings.output_dir)
+    log_summary(report, path)
     return report
 
 
 def log_summary(report: dict[str, Any], path: Path) -> None:
-    if report["empty_lines"]:
-        log.info("skipped %d blank input lines (no pair)", report["empty_lines"])
-    if report["empty_translations"]:
-        log.warning("skipped %d lines whose translation came out empty", report["empty_translations"])
+    chunked.log_skipped(JOB, report)
     kept, outputs = report["filter"], report["outputs"]
     if kept["dropped"]:
         log.info("the filter dropped %d of %d pairs (lowest score kept %.3f); they are in %s",
