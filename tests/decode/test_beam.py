@@ -232,3 +232,19 @@ def test_row_topk_equals_torch_topk(vocab, k):
     assert torch.equal(top_values, expected.values)
     assert torch.equal(values.gather(1, columns), top_values)
     assert torch.equal(columns, expected.indices)  # distinct finite values: the same columns
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="runs the CUDA path; needs a CUDA device")
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_search_on_cuda_finds_the_cpu_hypotheses(beam_size):
+    """The same model and sources on the GPU (its KV cache, masks and finished-beam bookkeeping there)
+    give the CPU's hypotheses, and their scores to float32 rounding."""
+    model, src = tiny_model(vocab=24, seed=5), sources([3, 7, 5, 9, 2, 6], vocab=24, seed=4)
+    options = SearchOptions(
+        beam_size=beam_size, nbest=beam_size, length_penalty=1.0, max_len_a=1.5, max_len_b=3
+    )
+    on_cpu = beam_search(model, src, options, **IDS)
+    on_gpu = beam_search(model.to("cuda"), src.to("cuda"), options, **IDS)
+    assert [[h.tokens for h in row] for row in on_gpu] == [[h.tokens for h in row] for row in on_cpu]
+    for gpu_row, cpu_row in zip(on_gpu, on_cpu):
+        assert [h.score for h in gpu_row] == pytest.approx([h.score for h in cpu_row], abs=1e-4)

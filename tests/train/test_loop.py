@@ -50,13 +50,14 @@ def make_trainer(
     dropout: float = 0.1,
     loss_fn: Any = None,
     family: str = "encoder_decoder",
+    device: str = "cpu",
     **options: Any,
 ) -> Trainer:
-    """A Trainer of the tiny model of `family` (FAMILIES) on the toy set; `options` are TrainerOptions fields
-    over TOY_OPTIONS."""
+    """A Trainer of the tiny model of `family` (FAMILIES) on the toy set, on `device`; `options` are
+    TrainerOptions fields over TOY_OPTIONS."""
     torch.manual_seed(0)
     dataset = toy_dataset()
-    model = FAMILIES[family](VOCAB, pad_id=PAD, dropout=dropout)
+    model = FAMILIES[family](VOCAB, pad_id=PAD, dropout=dropout).to(device)
     optimizer = build_adamw(model, lr=0.0)
     scheduler = ScheduledLR(optimizer, partial(noam, d_model=TINY["d_model"], warmup=4, scale=1.0))
     sampler = TokenBatchSampler(dataset.src_lengths, dataset.tgt_lengths, max_tokens=60, seed=3)
@@ -72,7 +73,7 @@ def make_trainer(
         output_dir=tmp_path,
         checkpoint_extras={"model_config": model.config},
         options=TrainerOptions(**{**TOY_OPTIONS, **options}),
-        device=torch.device("cpu"),
+        device=torch.device(device),
     )
 
 
@@ -91,6 +92,29 @@ def test_resume_after_interruption_is_bitwise_identical(tmp_path: Path, family: 
     for (name, a), (_, b) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
         assert torch.equal(a, b), name
     assert resumed.state.epoch == straight.state.epoch
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="runs the CUDA path; needs a CUDA device")
+def test_resume_on_cuda_in_bf16_is_bitwise_identical(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU path of exact resumption: batches moved to the device, bf16 autocast, dropout drawn from
+    the CUDA generator (saved and restored with the checkpoint). Deterministic kernels, so that a
+    difference can only come from the resume."""
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        settings = {"device": "cuda", "precision": "bf16"}
+        straight = make_trainer(tmp_path / "straight", max_updates=18, **settings)
+        straight.fit()
+        make_trainer(tmp_path / "resumed", max_updates=9, **settings).fit()
+        resumed = make_trainer(tmp_path / "resumed", max_updates=18, **settings)
+        resumed.resume_from(tmp_path / "resumed" / "last.pt")
+        resumed.fit()
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+    assert straight.precision == "bf16" and next(straight.model.parameters()).is_cuda
+    for (name, a), (_, b) in zip(straight.model.state_dict().items(), resumed.model.state_dict().items()):
+        assert torch.equal(a, b), name
 
 
 @pytest.mark.slow
