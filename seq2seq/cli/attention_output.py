@@ -4,29 +4,15 @@ translation's argmax cross-attention over its source, and its heat map, from one
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
 
 import torch
 from omegaconf import DictConfig
-from torch import Tensor
 
 from seq2seq.decode.attention_plot import column_labels, save_attention_png
 from seq2seq.decode.hypotheses import Hypothesis
-from seq2seq.decode.search import pad_batch
 from seq2seq.errors import UserError
+from seq2seq.inference.alignment import CrossAttending, argmax_links, attention_weights
 from seq2seq.inference.translator import EncodedInput, Translator
-
-
-@runtime_checkable
-class CrossAttending(Protocol):
-    """What alignments and pictures ask of a model: one model's cross-attention weights (Seq2Seq; a
-    DecoderOnly model has the method and refuses with a UserError; an ensemble or an export has none)."""
-
-    config: dict[str, Any]
-
-    def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:
-        """Shapes: src (B, S), tgt_in (B, T) -> (B, H, T, S') weights of decoder layer `layer`."""
-        ...
 
 
 def alignments_and_pictures(
@@ -45,13 +31,19 @@ def alignments_and_pictures(
             out[index] = ""
             continue
         hypothesis = list(nbest[0].tokens)
-        src = pad_batch([source], tokenizer.pad_id).to(device)  # (1, S)
-        tgt_in = pad_batch([[tokenizer.bos_id] + hypothesis], tokenizer.pad_id).to(device)  # (1, T)
-        weights = model.cross_attention(src, tgt_in, layer=int(cfg.attention_layer))[0]  # (H, T, S')
-        weights = (
-            weights.mean(0) if cfg.attention_head is None else weights[int(cfg.attention_head)]
+        head = None if cfg.attention_head is None else int(cfg.attention_head)
+        weights = attention_weights(
+            model,
+            source,
+            hypothesis,
+            pad_id=tokenizer.pad_id,
+            bos_id=tokenizer.bos_id,
+            device=device,
+            layer=int(cfg.attention_layer),
+            head=head,
         )  # (T, S')
-        out[index] = alignment_pairs(weights, hypothesis, stride, codes=language_codes(translator, nbest[0]))
+        links = argmax_links(weights, len(hypothesis), stride, codes=language_codes(translator, nbest[0]))
+        out[index] = " ".join(f"{s}-{t}" for s, t in links)
         if picture_dir is not None:
             src_pieces = column_labels([translator.src_tokenizer.id_to_piece(i) for i in source], stride)
             tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
@@ -64,16 +56,6 @@ def language_codes(translator: Translator, hypothesis: Hypothesis) -> tuple[int,
     the hypothesis (the target code every search forces): they are no words, and do not count."""
     forced = len(hypothesis.tokens) - len(translator.own_tokens(hypothesis).tokens)
     return len(translator.src_tokenizer.prefix), forced
-
-
-def alignment_pairs(weights: Tensor, hypothesis: list[int], stride: int, *, codes: tuple[int, int]) -> str:
-    """ "src-tgt" pairs, each target token with its most attended source position, counted without the
-    leading language codes (a token attending most to a code gets no pair).
-    Shapes: weights (T, S'), T >= len(hypothesis)."""
-    source_codes, target_codes = codes
-    best_source = weights[target_codes : len(hypothesis)].argmax(-1).tolist()  # per target word token
-    pairs = [(s * stride - source_codes, t) for t, s in enumerate(best_source)]
-    return " ".join(f"{s}-{t}" for s, t in pairs if s >= 0)
 
 
 def check_attention_settings(cfg: DictConfig, translator: Translator) -> None:

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.cli.setting_checks import pick_device
 from seq2seq.decode.options import SearchOptions
+from seq2seq.errors import UserError
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.rerank import rerank_setting
 from seq2seq.inference.translator import Translator
@@ -37,7 +38,8 @@ def translator_from_config(
     tgt_lang: str | None = None,
 ) -> Translator:
     """The Translator of `cfg`'s keys (checkpoint, engine, device, precision, quantization, compile,
-    shortlist, decode, max_input_tokens, long_lines, glossary, qe_checkpoint, rerank, rerank_weight).
+    shortlist, decode, max_input_tokens, long_lines, glossary, qe_checkpoint, rerank, rerank_weight,
+    markup, placeholders).
     The keyword arguments stand in for keys a caller has already read or checked: `checkpoint` (a
     pass's own), `device`, `options` (else the `decode` group), `max_input_tokens`, a loaded `glossary`;
     `src_lang` / `tgt_lang`: the language codes of a multilingual model (None: those it recorded)."""
@@ -62,7 +64,19 @@ def translator_from_config(
         rerank_weight=weight,
         src_lang=_code_or_none(src_lang),
         tgt_lang=_code_or_none(tgt_lang),
+        markup=cfg.get("markup", "auto"),
+        placeholders=placeholder_patterns(cfg.get("placeholders")),
     )
+
+
+def placeholder_patterns(setting: Any) -> list[str] | None:
+    """placeholders=[...]: regular expressions (null: the defaults; []: none)."""
+    if setting is None:
+        return None
+    if not OmegaConf.is_list(setting):
+        raise UserError(f"placeholders={setting!r} must be a list of regular expressions, e.g. "
+                        "'placeholders=[\\{\\w+\\}]', [] for none or null for the defaults")  # fmt: skip
+    return [str(pattern) for pattern in setting]
 
 
 def checkpoint_paths(setting: Any) -> list[str]:

@@ -16,4 +16,9 @@ text_input.py   reading text to translate or score (file or stdin, strict or len
 constraint_input.py  phrases as users give them (text per line) turned into checked target tokens
 glossary.py     a TSV glossary: source terms found in a sentence become constraints on its translation
 pair_filter.py  TranslationScoreFilter: the one cleaning transform that needs a model
+alignment.py    word alignment from the model's cross-attention (argmax links), or by position
+markup.py       inline tags, entities and placeholders taken out of a line: its plain text and elements
+tag_projection.py  a line's markup put back into its translation by the alignment of their pieces
+piece_spans.py  where each piece of a tokenized text stands in the text (character spans)
+markup_text.py  markup=auto|true|false: the Translator's texts with markup, out before the search, back after
 """

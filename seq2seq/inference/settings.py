@@ -86,6 +86,12 @@ SETTINGS: tuple[Setting, ...] = (
     _row("max_input_tokens", "max_input_tokens", _F, None, True, "longest source in tokens"),
     _row("long_lines", "long_lines", _F, None, True, "truncate | split | error: a source over "
          "max_input_tokens"),
+    _row("markup", "markup", _T, "markup", True, "auto | true | false: inline tags, entities and "
+         "placeholders taken out before the search and put back around the right words (auto: in texts "
+         "that have any; Python: also Translator.from_checkpoint's default; seq2seq-serve: for requests "
+         "that name none)"),
+    _row("placeholders", "placeholders", _F, None, True, "regular expressions of text that comes out byte "
+         "for byte (null: {0}, ${x}, %s, URLs, e-mail addresses, numbers; []: none)"),
     _row("encoding_errors", None, None, None, False, "strict | replace: invalid UTF-8 in the CLI's files"),
     _row("scores", None, None, None, False, "the CLI's score column; Python's Translations and the "
          "server's n-best records always carry their score"),

@@ -73,6 +73,8 @@ from seq2seq.inference.languages import (
     without_language_code,
 )
 from seq2seq.inference.loading import load_ensemble
+from seq2seq.inference.markup import Marked, markup_pattern
+from seq2seq.inference.markup_text import markup_setting, put_back, take_out
 from seq2seq.inference.rerank import (
     QualityScorer,
     attach_quality,
@@ -103,6 +105,13 @@ class EncodedInput:
     sources: list[list[int]]  # token ids ending in eos per piece; [] for an empty text
     owners: list[int]  # the index of the text each piece belongs to
     n_texts: int
+    marked: list[Marked | None] | None = None  # per text, its markup (None: plain); None: no text has any
+
+    def plain(self, texts: Sequence[str]) -> list[str]:
+        """`texts` as the model read them: a text with markup as its plain text."""
+        if self.marked is None:
+            return list(texts)
+        return [text if found is None else found.plain for text, found in zip(texts, self.marked)]
 
 
 class Translator:
@@ -128,11 +137,15 @@ class Translator:
         glossary: Glossary | None = None,
         src_lang: str | None = None,
         tgt_lang: str | None = None,
+        markup: str | bool = "auto",
+        placeholders: Sequence[str] | None = None,
     ) -> None:
         """`quality`: a QE model (seq2seq.qe.QualityEstimator) that scores every translation; with
         `rerank_weight` (None: no re-ranking), each search keeps its beam's n-best and orders them by
         score + weight * QE (from_checkpoint's qe_checkpoint=, rerank="qe" and rerank_weight= set both).
-        `glossary`: its target terms become constraints of every text whose source has the term."""
+        `glossary`: its target terms become constraints of every text whose source has the term.
+        `markup`, `placeholders`: how texts with inline tags and placeholders are translated
+        (seq2seq.inference.markup_text; `placeholders`: regular expressions, None: the defaults)."""
         if long_lines not in LONG_LINE_POLICIES:
             raise UserError(
                 f"long_lines={long_lines!r} is not supported; choose {', '.join(LONG_LINE_POLICIES)}"
@@ -146,6 +159,7 @@ class Translator:
         self.max_input_tokens = input_limit(max_input_tokens, *limits, max_positions=engine.max_positions)
         self.quality, self.rerank_weight = quality, check_weight(rerank_weight)
         self.glossary = glossary
+        self.markup, self.markup_pattern = markup_setting(markup), markup_pattern(placeholders)
         self._for_languages: dict[tuple[str | None, str | None], Translator] = {}  # for_languages' results
         if self.rerank_weight is not None and quality is None:
             raise UserError("re-ranking by quality needs a QE model; pass qe_checkpoint= (seq2seq-qe-train's "
@@ -172,6 +186,8 @@ class Translator:
         quality: QualityScorer | None = None,
         src_lang: str | None = None,
         tgt_lang: str | None = None,
+        markup: str | bool = "auto",
+        placeholders: Sequence[str] | None = None,
     ) -> Translator:
         """A checkpoint file (engine "torch"), several checkpoint files (an ensemble of their models), or
         a directory written by `seq2seq-export` (engine "ctranslate2"); "auto" tells them apart. Models and
@@ -194,6 +210,8 @@ class Translator:
         1.0) * QE score (seq2seq.inference.rerank). `quality=` is qe_checkpoint's old name.
         `src_lang` / `tgt_lang`: the language codes a multilingual model (M2M100, NLLB) reads and writes
         by default (None: those recorded when it was imported); translate() may choose others.
+        `markup` ("auto", "true", "false") and `placeholders`: texts with inline tags and placeholders
+        (seq2seq.inference.markup_text); translate() may choose another `markup`.
         """
         paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
         chosen = engine_for(paths, engine)
@@ -201,7 +219,7 @@ class Translator:
         if glossary is not None and not isinstance(glossary, Glossary):
             glossary = Glossary.load(glossary)
         policy = {"max_input_tokens": max_input_tokens, "long_lines": long_lines, "glossary": glossary,
-                  "src_lang": src_lang, "tgt_lang": tgt_lang,
+                  "src_lang": src_lang, "tgt_lang": tgt_lang, "markup": markup, "placeholders": placeholders,
                   **_qe_policy(qe_checkpoint, rerank, rerank_weight, quality)}  # fmt: skip
         check_precision(precision)
         target = torch.device(device)
@@ -303,6 +321,7 @@ class Translator:
         tgt_lang: str | None = None,
         return_scores: bool | None = None,
         return_confidence: bool | None = None,
+        markup: str | bool | None = None,
     ) -> list[Translation]:
         """One Translation per text, in order (seq2seq.inference.confidence; `str()` of one is its text).
         Arguments left None keep `options` (default: this Translator's). Every Translation has its
@@ -317,6 +336,9 @@ class Translator:
         many phrases it met and which engine found it. `src_lang` / `tgt_lang`: the language codes a
         multilingual model reads and writes in this call (None: this Translator's; `for_languages`); the
         target code is forced first, before any prefix, and shows in no Translation's text or tokens.
+        `markup`: "auto", "true" or "false" for this call (None: this Translator's): a text's inline tags,
+        entities and placeholders are taken out, and put back into its translation by alignment
+        (seq2seq.inference.markup_text); scores, confidence and tokens are those of the plain text's.
         `return_confidence`: the old name of `confidence`; `return_scores`: no longer needed (every
         Translation has its score).
         """
@@ -330,7 +352,7 @@ class Translator:
             max_len_b=max_len_b,
         )  # fmt: skip
         translator = self.for_languages(src_lang=src_lang, tgt_lang=tgt_lang)
-        encoded = translator.encode(texts)
+        encoded = translator.encode(texts, markup=markup)
         forced = None if prefixes is None else translator.encode_prefixes(prefixes, encoded)
         wanted, banned = translator.encode_constraints(
             texts, encoded, options, constraints=constraints, avoid=avoid
@@ -343,11 +365,19 @@ class Translator:
         return [with_alternatives(nbest) if options.nbest > 1 else nbest[0] for nbest in ranked]
 
     # ------------------------------------------------------------------ the steps, for the CLI
-    def encode(self, texts: Sequence[str]) -> EncodedInput:
+    def encode(self, texts: Sequence[str], *, markup: str | bool | None = None) -> EncodedInput:
         """Clean each text and split it into pieces of at most `max_input_tokens` tokens (+ eos). The
         source tokenizer's prefix (a multilingual model's source language code) starts every piece and
-        counts in its tokens; a model with language codes and none chosen is a UserError here."""
+        counts in its tokens; a model with language codes and none chosen is a UserError here. A text
+        with markup (`markup`; None: this Translator's) is encoded as its plain text, and `translations`
+        / `join_pieces` put its markup back (seq2seq.inference.markup_text)."""
         self.check_languages()
+        mode = self.markup if markup is None else markup_setting(markup)
+        marked: list[Marked | None] | None = take_out(texts, mode, self.markup_pattern)
+        if any(found is not None for found in marked):
+            texts = [text if found is None else found.plain for text, found in zip(texts, marked)]
+        else:
+            marked = None
         limit, tokenizer = self.max_input_tokens, self.src_tokenizer
         head = list(prefix_of(tokenizer))  # what encode() puts first: on every piece of a split text
         room = max(limit - len(head), 1)
@@ -372,7 +402,7 @@ class Translator:
             log.warning(
                 "%d line(s) longer than %d tokens were truncated (long_lines=truncate)", truncated, limit
             )
-        return EncodedInput(sources=sources, owners=owners, n_texts=len(texts))
+        return EncodedInput(sources=sources, owners=owners, n_texts=len(texts), marked=marked)
 
     def encode_prefixes(self, prefixes: Sequence[str], encoded: EncodedInput) -> list[list[int]]:
         """Target tokens forced at the start of each piece: the target tokenizer's prefix (a multilingual
@@ -412,6 +442,7 @@ class Translator:
         `label(n)` names the n-th text (from 1) in errors; default "constraints line n"."""
         options = options or self.options
         banned = encode_avoid(avoid, self.tgt_tokenizer)
+        texts = encoded.plain(texts)  # a text with markup: its plain text, as the model reads it
         glossed = None if self.glossary is None else [self.glossary.constraints(clean_line(t)) for t in texts]
         phrases = text_constraints(constraints, glossed, n_texts=encoded.n_texts)
         if phrases is None:
@@ -469,7 +500,13 @@ class Translator:
     def join_pieces(
         self, encoded: EncodedInput, results: list[list[Hypothesis]]
     ) -> list[list[tuple[str, float]]]:
-        """Per text, its n-best (text, score) pairs: the pieces' k-th hypotheses joined with spaces."""
+        """Per text, its n-best (text, score) pairs: the pieces' k-th hypotheses joined with spaces (and
+        markup put back, when a text had some)."""
+        if encoded.marked is not None:
+            return [
+                [(t.text, t.score) for t in ranked]
+                for ranked in self.translations(encoded, results, confidence=False)
+            ]
         ranks = by_rank(encoded.owners, encoded.n_texts, results)
         return [[joined(parts, self.detokenize) for parts in ranked] for ranked in ranks]
 
@@ -482,10 +519,13 @@ class Translator:
         tokenizer = self.tgt_tokenizer
         if forced_codes(self.src_tokenizer, tokenizer):  # the forced language code: no token of the text
             ranks = [[[self.own_tokens(h) for h in parts] for parts in ranked] for ranked in ranks]
-        return [
+        translations = [
             [translation_of(parts, self.detokenize, tokenizer, confidence=confidence) for parts in ranked]
             for ranked in ranks
         ]
+        if encoded.marked is None:
+            return translations
+        return put_back(self, encoded.marked, encoded.owners, encoded.sources, results, translations)
 
 
 def _qe_policy(

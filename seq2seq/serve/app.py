@@ -143,7 +143,7 @@ async def _translate(
     parsed = parse_request(body, limits, batcher.translator.options)
     texts, options, confidence = parsed.texts, parsed.options, parsed.confidence
     translator = request_translator(batcher.translator, parsed)  # the request's languages
-    encoded = encode_request(translator, texts)
+    encoded = encode_request(translator, texts, parsed.markup)
     terms = encode_terms(translator, parsed, encoded)
     work = batcher.translate(
         encoded, options, confidence=confidence, constraints=terms.constraints, avoid=terms.avoid,

@@ -44,6 +44,7 @@ from seq2seq.decode.hypotheses import SearchStopped
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.confidence import Translation
+from seq2seq.inference.markup import Marked
 from seq2seq.inference.translator import EncodedInput, Translator
 from seq2seq.serve.requests import HTTPError
 
@@ -418,12 +419,15 @@ def merge(parts: list[EncodedInput]) -> EncodedInput:
     """Several requests' inputs as one, their texts numbered one after another."""
     sources: list[list[int]] = []
     owners: list[int] = []
+    marked: list[Marked | None] = []
     offset = 0
     for part in parts:
         sources.extend(part.sources)
         owners.extend(offset + owner for owner in part.owners)
+        marked.extend(part.marked if part.marked is not None else [None] * part.n_texts)
         offset += part.n_texts
-    return EncodedInput(sources=sources, owners=owners, n_texts=offset)
+    has_markup = any(found is not None for found in marked)
+    return EncodedInput(sources=sources, owners=owners, n_texts=offset, marked=marked if has_markup else None)
 
 
 def _settle(job: _Job, settle: Callable[[asyncio.Future, Any], None], value: Any) -> None:

@@ -20,6 +20,8 @@ from starlette.requests import ClientDisconnect, Request
 
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError, log_renamed_field
+from seq2seq.inference.markup import Marked
+from seq2seq.inference.markup_text import markup_setting
 from seq2seq.inference.text_input import clean_line
 from seq2seq.inference.translator import EncodedInput, Translator
 
@@ -28,7 +30,7 @@ CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logg
 # What a request body may hold (the names of seq2seq.inference.settings), and the old names still taken.
 FIELDS = (
     "texts", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid", "src_lang",
-    "tgt_lang",
+    "tgt_lang", "markup",
 )  # fmt: skip
 RENAMED_FIELDS = {"text": "texts"}  # old -> new: accepted for one release, with a logged warning
 MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
@@ -94,6 +96,7 @@ class ParsedRequest:
     avoid: list[str] | None = None  # target phrases no translation may contain
     src_lang: str | None = None  # a multilingual model's source / target language code (None: the server's)
     tgt_lang: str | None = None
+    markup: str | None = None  # "auto" | "true" | "false" (None: the server's)
 
 
 def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> ParsedRequest:
@@ -124,7 +127,20 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
         raise HTTPError(422, f'"confidence" must be true or false, got {json.dumps(confidence)}')
     constraints, avoid = _terms(payload, len(texts), limits)
     options = _options(payload, limits, defaults)
-    return ParsedRequest(texts, options, confidence, constraints, avoid, *_languages(payload))
+    return ParsedRequest(
+        texts, options, confidence, constraints, avoid, *_languages(payload), _markup(payload)
+    )
+
+
+def _markup(payload: dict[str, Any]) -> str | None:
+    """ "markup": "auto", "true" or "false" (JSON true / false too), or null / absent for the server's."""
+    value = payload.get("markup")
+    if value is None:
+        return None
+    try:
+        return markup_setting(value)
+    except UserError:
+        raise HTTPError(422, f'"markup" must be "auto", "true" or "false", got {json.dumps(value)}') from None
 
 
 def _languages(payload: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -230,14 +246,16 @@ def request_translator(translator: Translator, parsed: ParsedRequest) -> Transla
     return chosen
 
 
-def encode_request(translator: Translator, texts: list[str]) -> EncodedInput:
+def encode_request(translator: Translator, texts: list[str], markup: str | None = None) -> EncodedInput:
     """The request's model input, sentence by sentence so that a refusal names its sentence: 413 for
-    one over the token limit under long_lines=error, 422 for any other sentence the tokenizer rejects."""
+    one over the token limit under long_lines=error, 422 for any other sentence the tokenizer rejects.
+    `markup`: the request's (None: the server's); texts with markup keep it (EncodedInput.marked)."""
     sources: list[list[int]] = []
     owners: list[int] = []
+    marked: list[Marked | None] = []
     for index, text in enumerate(texts):
         try:
-            encoded = translator.encode([text])
+            encoded = translator.encode([text], markup=markup)
         except UserError:  # the only one encode raises: a sentence too long under long_lines=error
             tokens = len(translator.src_tokenizer.encode(clean_line(text)))
             raise HTTPError(
@@ -252,7 +270,11 @@ def encode_request(translator: Translator, texts: list[str]) -> EncodedInput:
             ) from None
         sources.extend(encoded.sources)
         owners.extend(index for _ in encoded.sources)
-    return EncodedInput(sources=sources, owners=owners, n_texts=len(texts))
+        marked.append(None if encoded.marked is None else encoded.marked[0])
+    has_markup = any(found is not None for found in marked)
+    return EncodedInput(
+        sources=sources, owners=owners, n_texts=len(texts), marked=marked if has_markup else None
+    )
 
 
 @dataclass(frozen=True)

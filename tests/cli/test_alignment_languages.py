@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 from multilingual_model import OPTIONS, multilingual_checkpoint
 
-from seq2seq.cli.attention_output import alignment_pairs, language_codes
+from seq2seq.cli.attention_output import language_codes
+from seq2seq.inference.alignment import argmax_links
 from seq2seq.inference.translator import Translator
 
 
@@ -20,8 +21,8 @@ def test_pairs_skip_the_codes_and_shift_the_source_positions() -> None:
          [0.8, 0.1, 0.1, 0.0],  # word 1 -> the source code: no pair
          [0.0, 0.6, 0.2, 0.2]]  # word 2 -> source word 0
     )  # fmt: skip  # (T, S)
-    assert alignment_pairs(weights, [7, 8, 9, 10], 1, codes=(1, 1)) == "1-0 0-2"
-    assert alignment_pairs(weights, [7, 8, 9, 10], 1, codes=(0, 0)) == "0-0 2-1 0-2 1-3"  # as before
+    assert argmax_links(weights, 4, 1, codes=(1, 1)) == [(1, 0), (0, 2)]
+    assert argmax_links(weights, 4, 1, codes=(0, 0)) == [(0, 0), (2, 1), (0, 2), (1, 3)]  # as before
 
 
 def test_a_multilingual_translation_counts_its_own_tokens(tmp_path: Path) -> None:
@@ -33,8 +34,7 @@ def test_a_multilingual_translation_counts_its_own_tokens(tmp_path: Path) -> Non
     assert encoded.sources[0][0] == translator.src_tokenizer.languages["en"]
     assert best.tokens[0] == translator.tgt_tokenizer.languages["es"]
     weights = torch.rand(len(best.tokens) + 1, len(encoded.sources[0]))  # (T, S): any weights
-    pairs = alignment_pairs(weights, list(best.tokens), 1, codes=(source_codes, target_codes)).split()
-    targets = [int(pair.split("-")[1]) for pair in pairs]
-    sources = [int(pair.split("-")[0]) for pair in pairs]
+    pairs = argmax_links(weights, len(best.tokens), 1, codes=(source_codes, target_codes))
+    sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
     assert max(targets) < len(best.tokens) - 1 and min(sources) >= 0
     assert max(sources) < len(encoded.sources[0]) - 1  # the source's eos is its last column

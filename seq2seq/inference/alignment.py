@@ -1,0 +1,67 @@
+"""Word alignment between a source and its translation, from the model itself: each target token linked
+to the source token its cross-attention weighs most (one layer; the mean of its heads, or one head).
+What seq2seq-translate's alignment=true writes and what puts markup back (seq2seq.inference.markup_text).
+An engine without cross-attention weights (an ensemble, CTranslate2) gets the proportional alignment,
+which links each target token to the source token at the same relative position."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import Tensor
+
+from seq2seq.decode.search import pad_batch
+
+
+@runtime_checkable
+class CrossAttending(Protocol):
+    """What alignments ask of a model: one model's cross-attention weights (Seq2Seq; a DecoderOnly model
+    has the method and refuses with a UserError; an ensemble or an export has none)."""
+
+    config: dict[str, Any]
+
+    def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:
+        """Shapes: src (B, S), tgt_in (B, T) -> (B, H, T, S') weights of decoder layer `layer`."""
+        ...
+
+
+@torch.inference_mode()
+def attention_weights(
+    model: CrossAttending,
+    source: list[int],
+    output: list[int],
+    *,
+    pad_id: int,
+    bos_id: int,
+    device: torch.device,
+    layer: int = -1,
+    head: int | None = None,
+) -> Tensor:
+    """Cross-attention of `output` (the tokens the search wrote, without eos) over `source` (ending in
+    eos): decoder layer `layer`, the mean of its heads or head `head`.
+    Shapes: -> (len(output) + 1, S'), the last row the eos step's."""
+    src = pad_batch([source], pad_id).to(device)  # (1, S)
+    tgt_in = pad_batch([[bos_id] + list(output)], pad_id).to(device)  # (1, T)
+    weights = model.cross_attention(src, tgt_in, layer=layer)[0].float()  # (H, T, S')
+    return weights.mean(0) if head is None else weights[head]  # (T, S')
+
+
+def argmax_links(
+    weights: Tensor, length: int, stride: int, *, codes: tuple[int, int]
+) -> list[tuple[int, int]]:
+    """(source token, target token) pairs, each of the `length` target tokens with its most attended
+    source position, both counted without their leading language codes (a token attending most to a
+    code gets no pair). `stride`: source positions per cross-attention column (memory downsampling).
+    Shapes: weights (T, S'), T >= length."""
+    source_codes, target_codes = codes
+    best_source = weights[target_codes:length].argmax(-1).tolist()  # per target token
+    pairs = [(s * stride - source_codes, t) for t, s in enumerate(best_source)]
+    return [(s, t) for s, t in pairs if s >= 0]
+
+
+def proportional_links(sources: int, targets: int) -> list[tuple[int, int]]:
+    """Each target token linked to the source token at the same relative position."""
+    if sources == 0:
+        return []
+    return [(min(sources - 1, (2 * t + 1) * sources // (2 * targets)), t) for t in range(targets)]

@@ -1,0 +1,136 @@
+"""A Translator's texts with inline markup (`markup=`): tags, entities and placeholders taken out before
+the search (seq2seq.inference.markup) and put back into each translation by the alignment of its pieces
+to the source's (seq2seq.inference.alignment, seq2seq.inference.tag_projection).
+
+`markup`: "auto" (the default) reads a text as markup when it holds a tag, an entity or a placeholder;
+"true" reads every text as markup (its translation's `<`, `>` and `&` are escaped even where it had no
+tag); "false" reads every text as plain text, as before markup handling existed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from seq2seq.decode.hypotheses import Hypothesis
+from seq2seq.errors import UserError
+from seq2seq.inference.alignment import CrossAttending, argmax_links, attention_weights, proportional_links
+from seq2seq.inference.confidence import Translation
+from seq2seq.inference.markup import Marked, has_markup, parse_markup
+from seq2seq.inference.piece_spans import piece_spans
+from seq2seq.inference.results import by_rank
+from seq2seq.inference.tag_projection import restore_markup
+
+log = logging.getLogger(__name__)
+
+MARKUP_MODES = ("auto", "true", "false")
+
+
+def markup_setting(value: Any, *, setting: str = "markup") -> str:
+    """ "auto", "true" or "false" from a setting (YAML and Hydra make true/false booleans)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value not in MARKUP_MODES:
+        raise UserError(f"{setting}={value!r} is not supported; choose {', '.join(MARKUP_MODES)}")
+    return str(value)
+
+
+def take_out(texts: Sequence[str], mode: str, pattern: re.Pattern[str]) -> list[Marked | None]:
+    """Per text, its markup taken out (None: read as plain text)."""
+    if mode == "false":
+        return [None] * len(texts)
+    marked: list[Marked | None] = []
+    for text in texts:
+        if mode == "true":
+            found = parse_markup(text, pattern)
+            marked.append(dataclasses.replace(found, escape=True))
+        else:
+            marked.append(parse_markup(text, pattern) if has_markup(text, pattern) else None)
+    return marked
+
+
+def put_back(
+    translator: Any,
+    marked: Sequence[Marked | None],
+    owners: Sequence[int],
+    sources: Sequence[Sequence[int]],
+    results: list[list[Hypothesis]],
+    ranked: list[list[Translation]],
+) -> list[list[Translation]]:
+    """`ranked` (per text, its n-best Translations of the plain texts) with each marked text's markup put
+    back into every one of its translations. `sources`, `owners`, `results`: the search's pieces, whose
+    text each is, and their hypotheses (Translator.translate's)."""
+    if not any(m is not None for m in marked):
+        return ranked
+    aligner = _Aligner(translator)
+    ranks = by_rank(owners, len(marked), results)
+    pieces_of: list[list[int]] = [[] for _ in marked]
+    for piece, owner in enumerate(owners):
+        if results[piece]:
+            pieces_of[owner].append(piece)
+    out = []
+    for index, (text_marked, translations) in enumerate(zip(marked, ranked)):
+        if text_marked is None:
+            out.append(translations)
+            continue
+        chunks = [sources[p] for p in pieces_of[index]]
+        out.append([
+            dataclasses.replace(t, text=aligner.restore(text_marked, chunks, parts, t.text))
+            for t, parts in zip(translations, ranks[index])
+        ])  # fmt: skip
+    aligner.report(sum(m is not None for m in marked))
+    return out
+
+
+class _Aligner:
+    """Links between a text's source pieces and its translation's, from the Translator's model (its
+    cross-attention) or, where it has none, proportional; then the markup restored by them."""
+
+    def __init__(self, translator: Any) -> None:
+        self.translator = translator
+        model = translator.model
+        self.model = model if isinstance(model, CrossAttending) else None
+        self.stride = int(model.config.get("cross_downsample", 1)) if self.model is not None else 1
+        self.head = len(getattr(translator.src_tokenizer, "prefix", ()))
+
+    def restore(self, marked: Marked, chunks: list[Sequence[int]], parts: list[Hypothesis], text: str) -> str:
+        """`text` (the translation of marked.plain, chunk by chunk: `parts`) with the markup put back."""
+        src_tokenizer, tgt_tokenizer = self.translator.src_tokenizer, self.translator.tgt_tokenizer
+        source_pieces: list[str] = []
+        target_pieces: list[str] = []
+        links: list[tuple[int, int]] = []
+        for source, hypothesis in zip(chunks, parts):
+            body = list(source[self.head : -1])  # the chunk's own tokens: no language code, no eos
+            own = list(self.translator.own_tokens(hypothesis).tokens)
+            for s, t in self._links(list(source), hypothesis, len(body), len(own)):
+                links.append((s + len(source_pieces), t + len(target_pieces)))
+            source_pieces += [src_tokenizer.id_to_piece(i) for i in body]
+            target_pieces += [tgt_tokenizer.id_to_piece(i) for i in own]
+        return restore_markup(
+            marked, piece_spans(marked.plain, source_pieces), text, piece_spans(text, target_pieces), links
+        )
+
+    def _links(self, source: list[int], hypothesis: Hypothesis, body: int, own: int) -> list[tuple[int, int]]:
+        if self.model is not None:
+            tokenizer = self.translator.tgt_tokenizer
+            tokens = list(hypothesis.tokens)
+            ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id}
+            try:
+                weights = attention_weights(self.model, source, tokens, **ids, device=self.translator.device)
+            except UserError:  # a decoder-only model: no cross-attention
+                self.model = None
+            else:
+                links = argmax_links(weights, len(tokens), self.stride, codes=(self.head, len(tokens) - own))
+                return [(s, t) for s, t in links if s < body]
+        return proportional_links(body, own)
+
+    def report(self, count: int) -> None:
+        how = (
+            "the model's cross-attention"
+            if self.model is not None
+            else "position (this engine gives no attention)"
+        )
+        log.info("markup: %d text(s) with markup, put back into their translations by %s", count, how)
