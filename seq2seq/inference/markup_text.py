@@ -94,6 +94,10 @@ class _Aligner:
         model = translator.model
         self.model = model if isinstance(model, CrossAttending) else None
         self.stride = int(model.config.get("cross_downsample", 1)) if self.model is not None else 1
+        # The next-to-last decoder layer's attention aligns words best; the last one's looks ahead to the
+        # word it is about to write (seen on the Bible models: docs/markup.md).
+        layers = int(model.config.get("decoder_layers", 1)) if self.model is not None else 1
+        self.layer = -2 if layers >= 2 else -1
         self.head = len(getattr(translator.src_tokenizer, "prefix", ()))
 
     def restore(self, marked: Marked, chunks: list[Sequence[int]], parts: list[Hypothesis], text: str) -> str:
@@ -119,7 +123,9 @@ class _Aligner:
             tokens = list(hypothesis.tokens)
             ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id}
             try:
-                weights = attention_weights(self.model, source, tokens, **ids, device=self.translator.device)
+                weights = attention_weights(
+                    self.model, source, tokens, **ids, device=self.translator.device, layer=self.layer
+                )
             except UserError:  # a decoder-only model: no cross-attention
                 self.model = None
             else:

@@ -182,8 +182,8 @@ class _Placer:
 
 def _assembled(translation: str, events: list[tuple[int, Element]], *, escape: bool) -> str:
     """The translation with each element inserted at its offset, offsets made non-decreasing in walk
-    order (the nesting wins over a place), the text between escaped when the source was markup, and
-    the whitespace each element had in the source where the translation has none."""
+    order (the nesting wins over a place), the text between escaped when the source was markup, and a
+    space where the element had one in the source and would otherwise touch a word (not punctuation)."""
     out: list[str] = []
     cursor = 0
     for offset, element in events:
@@ -191,10 +191,10 @@ def _assembled(translation: str, events: list[tuple[int, Element]], *, escape: b
         text = translation[cursor:offset]
         out.append(html.escape(text, quote=False) if escape else text)
         last = next((piece[-1] for piece in reversed(out) if piece), "")
-        if element.space_before and last and not last.isspace():
+        if element.space_before and last.isalnum():
             out.append(" ")
         out.append(element.text)
-        if element.space_after and offset < len(translation) and not translation[offset].isspace():
+        if element.space_after and offset < len(translation) and translation[offset].isalnum():
             out.append(" ")
         cursor = offset
     rest = translation[cursor:]

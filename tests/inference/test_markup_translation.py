@@ -49,7 +49,8 @@ def char_spans(text: str, proto) -> list[tuple[int, int]]:
 
 
 def reference(translator: Translator, line: str) -> str:
-    """The plain text's translation with the markup put back by argmax cross-attention, all computed here."""
+    """The plain text's translation with the markup put back by argmax cross-attention (the next-to-last
+    decoder layer's), all computed here."""
     marked = parse_markup(line, markup_pattern())
     processor = translator.src_tokenizer._sp
     source_proto = processor.encode(marked.plain, return_type="proto")
@@ -62,7 +63,8 @@ def reference(translator: Translator, line: str) -> str:
     with torch.no_grad():
         src = torch.tensor([source])  # (1, S)
         tgt_in = torch.tensor([[translator.tgt_tokenizer.bos_id, *tokens]])  # (1, T)
-        weights = model.cross_attention(src, tgt_in)[0].mean(0)  # (T, S)
+        layer = -2 if model.config["decoder_layers"] >= 2 else -1  # the next-to-last layer aligns best
+        weights = model.cross_attention(src, tgt_in, layer=layer)[0].mean(0)  # (T, S)
     links = [(int(s), t) for t, s in enumerate(weights[: len(tokens)].argmax(-1)) if s < len(source) - 1]
     return restore_markup(
         marked, char_spans(marked.plain, source_proto), output, char_spans(output, target_proto), links
