@@ -1,5 +1,6 @@
 """A command's text in and out, one line per line: a file named relative to where the command was run,
-or - for stdin / stdout. Shared by seq2seq-translate and seq2seq-qe."""
+or - for stdin / stdout (a whole file as bytes for format= other than text). Shared by seq2seq-translate
+and seq2seq-qe."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import hydra
 
+from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.inference.text_input import read_text_lines
 
@@ -34,3 +36,23 @@ def write_lines(target: str, lines: list[str]) -> None:
         return
     with atomic_output(Path(target), "w", encoding="utf-8") as stream:  # mode from the umask
         stream.write(text)
+
+
+def read_bytes(source: str) -> bytes:
+    """The bytes of `source` (- for stdin); a missing file is a UserError naming it."""
+    if source == "-":
+        return sys.stdin.buffer.read()
+    path = Path(hydra.utils.to_absolute_path(source))
+    if not path.is_file():
+        raise UserError(f"input={source}: no such file; pass an existing file or - for stdin")
+    return path.read_bytes()
+
+
+def write_bytes(target: str, data: bytes) -> None:
+    """`data` to stdout (-) or to the file `target`, replaced whole (atomically)."""
+    if target == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    with atomic_output(Path(target)) as stream:
+        stream.write(data)

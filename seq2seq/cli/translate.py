@@ -20,6 +20,7 @@ import dataclasses
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +32,12 @@ from seq2seq.cli.attention_output import check_attention_settings
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.renamed_keys import accept_deprecated_keys
 from seq2seq.cli.setting_checks import progress_bar_setting
-from seq2seq.cli.text_files import output_path, read_lines, write_lines
+from seq2seq.cli.text_files import output_path, read_bytes, read_lines, write_bytes, write_lines
 from seq2seq.cli.translation_output import translation_lines, write_report
 from seq2seq.cli.translator_config import translator_from_config
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
+from seq2seq.inference.document_formats import check_format, translate_document
 from seq2seq.inference.translator import EncodedInput, Translator
 
 log = logging.getLogger("seq2seq.translate")
@@ -64,6 +66,9 @@ def translate(cfg: DictConfig) -> None:
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
     if cfg.alignment or cfg.attention_dir:
         check_attention_settings(cfg, translator)
+    if check_format(cfg.format) != "text":
+        translate_file(cfg, translator)
+        return
     lines = read_lines(str(cfg.input), cfg.encoding_errors)
     given = encode_input(cfg, translator, lines)
     log.info("translating %d lines (%d pieces) with %s on %s", len(lines), len(given.encoded.sources),
@@ -80,6 +85,37 @@ def translate(cfg: DictConfig) -> None:
             Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds,
             compiled=translator.engine.compiled,
         )  # fmt: skip
+
+
+# Settings that shape the text format's lines, and so have no meaning for a whole document.
+LINE_SETTINGS = (
+    "scores",
+    "confidence",
+    "alignment",
+    "attention_dir",
+    "constraints",
+    "prefixes",
+    "qe_checkpoint",
+)
+
+
+def translate_file(cfg: DictConfig, translator: Translator) -> None:
+    """format=html|xliff|po: the input file translated segment by segment into the same format
+    (seq2seq.inference.document_formats)."""
+    given = [name for name in LINE_SETTINGS if cfg.get(name)] + (
+        ["decode.nbest"] if translator.options.nbest > 1 else []
+    )
+    if given:
+        raise UserError(
+            f"format={cfg.format} writes the translated file; {', '.join(given)} need format=text"
+        )
+    data = read_bytes(str(cfg.input))
+
+    def segments(texts: Sequence[str], markup: str) -> list[str]:
+        log.info("format=%s: translating %d segments", cfg.format, len(texts))
+        return [t.text for t in translator.translate(texts, markup=markup, max_tokens=int(cfg.max_tokens))]
+
+    write_bytes(output_path(str(cfg.output)), translate_document(data, str(cfg.format), segments))
 
 
 def encode_input(cfg: DictConfig, translator: Translator, lines: list[str]) -> SearchInput:

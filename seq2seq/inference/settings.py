@@ -90,6 +90,9 @@ SETTINGS: tuple[Setting, ...] = (
          "placeholders taken out before the search and put back around the right words (auto: in texts "
          "that have any; Python: also Translator.from_checkpoint's default; seq2seq-serve: for requests "
          "that name none)"),
+    _row("format", None, None, "format", False, "text | html | xliff | po: whole files translated segment by "
+         "segment into the same format (CLI: the input file; server: each of \"texts\" is a file; Python: "
+         "seq2seq.inference.document_formats.translate_document)"),
     _row("placeholders", "placeholders", _F, None, True, "regular expressions of text that comes out byte "
          "for byte (null: {0}, ${x}, %s, URLs, e-mail addresses, numbers; []: none)"),
     _row("encoding_errors", None, None, None, False, "strict | replace: invalid UTF-8 in the CLI's files"),

@@ -27,13 +27,17 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from seq2seq.errors import UserError
 from seq2seq.inference.confidence import nbest_json
+from seq2seq.inference.document_formats import translate_document
+from seq2seq.inference.translator import Translator
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.metrics import Metrics
 from seq2seq.serve.requests import (
     CLIENT_CLOSED,
     HTTPError,
     Limits,
+    ParsedRequest,
     encode_request,
     encode_terms,
     parse_request,
@@ -143,6 +147,8 @@ async def _translate(
     parsed = parse_request(body, limits, batcher.translator.options)
     texts, options, confidence = parsed.texts, parsed.options, parsed.confidence
     translator = request_translator(batcher.translator, parsed)  # the request's languages
+    if parsed.format != "text":
+        return await _files(batcher, translator, parsed, name, start, deadline)
     encoded = encode_request(translator, texts, parsed.markup)
     terms = encode_terms(translator, parsed, encoded)
     work = batcher.translate(
@@ -156,6 +162,42 @@ async def _translate(
     log.info("POST /translate: %d sentence(s), %d characters, beam %d, %.0f ms",
              len(texts), sum(map(len, texts)), options.beam_size, milliseconds)  # fmt: skip
     return JSONResponse(answer)
+
+
+async def _files(
+    batcher: BatchingTranslator, translator: Translator, parsed: ParsedRequest, name: str, start: float,
+    deadline: float,
+) -> Response:  # fmt: skip
+    """ "format": html | xliff | po: each text is a whole file, translated segment by segment through the
+    batcher (seq2seq.inference.document_formats, in a worker thread that waits for the batcher's answers)."""
+    loop = asyncio.get_running_loop()
+
+    async def search(texts: list[str], markup: str) -> list[str]:
+        encoded = encode_request(translator, texts, markup)
+        work = batcher.translate(
+            encoded, parsed.options, prefixes=translator.target_prefixes(encoded.sources)
+        )
+        return [ranked[0].text for ranked in await work]
+
+    def segments(texts: Any, markup: str) -> list[str]:
+        if not texts:
+            return []
+        remaining = max(0.0, deadline - loop.time())
+        return asyncio.run_coroutine_threadsafe(search(list(texts), markup), loop).result(timeout=remaining)
+
+    def translate_all() -> list[str]:
+        data = [text.encode("utf-8") for text in parsed.texts]
+        return [translate_document(file, parsed.format, segments).decode("utf-8") for file in data]
+
+    try:
+        files = await asyncio.to_thread(translate_all)
+    except UserError as error:
+        raise HTTPError(422, str(error)) from None
+    except TimeoutError:
+        raise HTTPError(504, "no answer within request_timeout_s; the request was dropped") from None
+    milliseconds = (time.perf_counter() - start) * 1000
+    log.info("POST /translate: %d %s file(s), %.0f ms", len(files), parsed.format, milliseconds)
+    return JSONResponse({"model": name, "milliseconds": round(milliseconds, 1), "translations": files})
 
 
 def _translations(answer: Answer, *, nbest: int, confidence: bool) -> dict[str, Any]:

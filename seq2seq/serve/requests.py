@@ -20,6 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError, log_renamed_field
+from seq2seq.inference.document_formats import FORMATS
 from seq2seq.inference.markup import Marked
 from seq2seq.inference.markup_text import markup_setting
 from seq2seq.inference.text_input import clean_line
@@ -30,7 +31,7 @@ CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logg
 # What a request body may hold (the names of seq2seq.inference.settings), and the old names still taken.
 FIELDS = (
     "texts", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid", "src_lang",
-    "tgt_lang", "markup",
+    "tgt_lang", "markup", "format",
 )  # fmt: skip
 RENAMED_FIELDS = {"text": "texts"}  # old -> new: accepted for one release, with a logged warning
 MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
@@ -97,6 +98,7 @@ class ParsedRequest:
     src_lang: str | None = None  # a multilingual model's source / target language code (None: the server's)
     tgt_lang: str | None = None
     markup: str | None = None  # "auto" | "true" | "false" (None: the server's)
+    format: str = "text"  # "text": texts are sentences | "html" | "xliff" | "po": texts are whole files
 
 
 def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> ParsedRequest:
@@ -115,8 +117,9 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
         raise HTTPError(422, '"texts" must be a string or a list of strings')
     if not texts or len(texts) > limits.max_sentences:
         raise HTTPError(422, f'"texts" must hold 1 to {limits.max_sentences} sentences, got {len(texts)}')
+    fmt = _format(payload)
     longest = max(range(len(texts)), key=lambda i: len(texts[i]))
-    if len(texts[longest]) > limits.max_chars:
+    if fmt == "text" and len(texts[longest]) > limits.max_chars:  # a file's size: max_body_bytes
         raise HTTPError(
             413, f"sentence {longest} has {len(texts[longest])} characters; the limit is {limits.max_chars}"
         )
@@ -127,9 +130,21 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
         raise HTTPError(422, f'"confidence" must be true or false, got {json.dumps(confidence)}')
     constraints, avoid = _terms(payload, len(texts), limits)
     options = _options(payload, limits, defaults)
+    if fmt != "text" and (confidence or constraints or avoid or options.nbest > 1):
+        raise HTTPError(422, f'"format": "{fmt}" answers with the translated files; "confidence", '
+                        '"constraints", "avoid" and "nbest" need "format": "text"')  # fmt: skip
     return ParsedRequest(
-        texts, options, confidence, constraints, avoid, *_languages(payload), _markup(payload)
+        texts, options, confidence, constraints, avoid, *_languages(payload), _markup(payload), fmt
     )
+
+
+def _format(payload: dict[str, Any]) -> str:
+    """ "format": "text" (absent too), "html", "xliff" or "po"."""
+    value = payload.get("format", "text")
+    if value not in FORMATS:
+        shown = ", ".join(f'"{name}"' for name in FORMATS)
+        raise HTTPError(422, f'"format" must be one of {shown}, got {json.dumps(value)}')
+    return str(value)
 
 
 def _markup(payload: dict[str, Any]) -> str | None:
