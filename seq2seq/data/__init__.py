@@ -19,5 +19,6 @@ noise.py         seeded word-level source noise (drop, mask, local shuffle) appl
 batching.py      TokenBatchSampler: token-budget, length-sorted, resumable, sharded batches
 collate.py       Batch and collate/make_batch: padded (src, tgt_in, tgt_out) tensors
 pipeline.py      prepare_training_data: everything training needs, from corpus files
+word_alignment.py  word alignments of a corpus (eflomal both ways, grow-diag-final-and)
 bible/           the embedded Bible corpus (seq2seq-prepare data=bible_en_es): SWORD export, alignment
 """
