@@ -146,3 +146,34 @@ def test_the_cli_and_the_server_put_markup_back_as_the_translator_does(checkpoin
         answer = client.post("/translate", json={"texts": MARKED[:1], "markup": "html"})
         assert answer.status_code == 422
         assert answer.json()["error"] == '"markup" must be "auto", "true" or "false", got "html"'
+
+
+def test_invalid_utf8_in_a_tagged_line_follows_the_encoding_policy(checkpoint, tmp_path):
+    import contextlib
+    import io
+
+    from hydra import compose, initialize_config_dir
+
+    from seq2seq.cli.launch import config_dir
+    from seq2seq.cli.translate import translate
+
+    source, output = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_bytes(b"in the <b>begin\xffning</b> god\nthe <i>night</i>\n")
+    runs = {}
+    for policy in ("strict", "replace"):
+        settings = [f"checkpoint={checkpoint}", f"input={source}", f"output={output}", "decode=greedy",
+                    "decode.max_len_a=0", "decode.max_len_b=8", f"encoding_errors={policy}"]  # fmt: skip
+        with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+            cfg = compose("translate", overrides=settings)
+        stderr, code = io.StringIO(), 0
+        with contextlib.redirect_stderr(stderr):
+            try:
+                translate(cfg)
+            except SystemExit as stop:
+                code = stop.code
+        runs[policy] = code, stderr.getvalue()
+    code, stderr = runs["strict"]
+    assert code == 2 and "line 1" in stderr and "encoding_errors=replace" in stderr
+    assert runs["replace"][0] == 0
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and all(tag in lines[0] for tag in ("<b>", "</b>")) and "<i>" in lines[1]
