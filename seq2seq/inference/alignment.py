@@ -54,10 +54,39 @@ def argmax_links(
     source position, both counted without their leading language codes (a token attending most to a
     code gets no pair). `stride`: source positions per cross-attention column (memory downsampling).
     Shapes: weights (T, S'), T >= length."""
+    return column_links(weights[:length].argmax(-1).tolist(), stride, codes=codes)
+
+
+def column_links(columns: list[int], stride: int, *, codes: tuple[int, int]) -> list[tuple[int, int]]:
+    """argmax_links from each target token's most attended column (`columns`, one per target token)."""
     source_codes, target_codes = codes
-    best_source = weights[target_codes:length].argmax(-1).tolist()  # per target token
-    pairs = [(s * stride - source_codes, t) for t, s in enumerate(best_source)]
+    pairs = [(s * stride - source_codes, t) for t, s in enumerate(columns[target_codes:])]
     return [(s, t) for s, t in pairs if s >= 0]
+
+
+@torch.inference_mode()
+def most_attended(
+    model: CrossAttending,
+    pairs: list[tuple[list[int], list[int]]],
+    *,
+    pad_id: int,
+    bos_id: int,
+    device: torch.device,
+    layer: int = -1,
+    batch_size: int = 64,
+) -> list[list[int]]:
+    """Per (source, output) pair (source ending in eos, output without eos), each output token's most
+    attended source column under the mean of layer `layer`'s heads: `attention_weights` for many pairs,
+    in padded batches."""
+    columns: list[list[int]] = []
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start : start + batch_size]
+        src = pad_batch([source for source, _ in chunk], pad_id).to(device)  # (B, S)
+        tgt_in = pad_batch([[bos_id, *output] for _, output in chunk], pad_id).to(device)  # (B, T)
+        weights = model.cross_attention(src, tgt_in, layer=layer).float().mean(1)  # (B, T, S')
+        best = weights.argmax(-1).tolist()  # (B, T)
+        columns.extend(row[: len(output)] for row, (_, output) in zip(best, chunk))
+    return columns
 
 
 def proportional_links(sources: int, targets: int) -> list[tuple[int, int]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
-from seq2seq.inference.alignment import CrossAttending, argmax_links, attention_weights, proportional_links
+from seq2seq.inference.alignment import CrossAttending, column_links, most_attended, proportional_links
 from seq2seq.inference.confidence import Translation
 from seq2seq.inference.markup import Marked, has_markup, parse_markup
 from seq2seq.inference.piece_spans import piece_spans
@@ -71,17 +71,23 @@ def put_back(
     for piece, owner in enumerate(owners):
         if results[piece]:
             pieces_of[owner].append(piece)
+    chunks_of = {
+        index: [sources[p] for p in pieces_of[index]] for index, m in enumerate(marked) if m is not None
+    }
+    jobs = [(list(source), list(hypothesis.tokens)) for index, chunks in chunks_of.items()
+            for parts in ranks[index] for source, hypothesis in zip(chunks, parts)]  # fmt: skip
+    columns = iter(aligner.columns(jobs))
     out = []
     for index, (text_marked, translations) in enumerate(zip(marked, ranked)):
         if text_marked is None:
             out.append(translations)
             continue
-        chunks = [sources[p] for p in pieces_of[index]]
+        chunks = chunks_of[index]
         out.append([
-            dataclasses.replace(t, text=aligner.restore(text_marked, chunks, parts, t.text))
+            dataclasses.replace(t, text=aligner.restore(text_marked, chunks, parts, t.text, columns))
             for t, parts in zip(translations, ranks[index])
         ])  # fmt: skip
-    aligner.report(sum(m is not None for m in marked))
+    aligner.report(len(chunks_of))
     return out
 
 
@@ -100,8 +106,25 @@ class _Aligner:
         self.layer = -2 if layers >= 2 else -1
         self.head = len(getattr(translator.src_tokenizer, "prefix", ()))
 
-    def restore(self, marked: Marked, chunks: list[Sequence[int]], parts: list[Hypothesis], text: str) -> str:
-        """`text` (the translation of marked.plain, chunk by chunk: `parts`) with the markup put back."""
+    def columns(self, jobs: list[tuple[list[int], list[int]]]) -> list[list[int] | None]:
+        """Per (source, output tokens) job, each output token's most attended source column, all in
+        batches (None per job without a model's attention: restore aligns those by position)."""
+        if self.model is None or not jobs:
+            return [None] * len(jobs)
+        tokenizer = self.translator.tgt_tokenizer
+        try:
+            found = most_attended(self.model, jobs, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
+                                  device=self.translator.device, layer=self.layer)  # fmt: skip
+        except UserError:  # a decoder-only model: no cross-attention
+            self.model = None
+            return [None] * len(jobs)
+        return list(found)
+
+    def restore(
+        self, marked: Marked, chunks: list[Sequence[int]], parts: list[Hypothesis], text: str, columns: Any
+    ) -> str:
+        """`text` (the translation of marked.plain, chunk by chunk: `parts`) with the markup put back;
+        `columns` yields each chunk's most attended source columns (`columns()`, in this order)."""
         src_tokenizer, tgt_tokenizer = self.translator.src_tokenizer, self.translator.tgt_tokenizer
         source_pieces: list[str] = []
         target_pieces: list[str] = []
@@ -109,7 +132,7 @@ class _Aligner:
         for source, hypothesis in zip(chunks, parts):
             body = list(source[self.head : -1])  # the chunk's own tokens: no language code, no eos
             own = list(self.translator.own_tokens(hypothesis).tokens)
-            for s, t in self._links(list(source), hypothesis, len(body), len(own)):
+            for s, t in self._links(next(columns), len(hypothesis.tokens), len(body), len(own)):
                 links.append((s + len(source_pieces), t + len(target_pieces)))
             source_pieces += [src_tokenizer.id_to_piece(i) for i in body]
             target_pieces += [tgt_tokenizer.id_to_piece(i) for i in own]
@@ -117,21 +140,11 @@ class _Aligner:
             marked, piece_spans(marked.plain, source_pieces), text, piece_spans(text, target_pieces), links
         )
 
-    def _links(self, source: list[int], hypothesis: Hypothesis, body: int, own: int) -> list[tuple[int, int]]:
-        if self.model is not None:
-            tokenizer = self.translator.tgt_tokenizer
-            tokens = list(hypothesis.tokens)
-            ids = {"pad_id": tokenizer.pad_id, "bos_id": tokenizer.bos_id}
-            try:
-                weights = attention_weights(
-                    self.model, source, tokens, **ids, device=self.translator.device, layer=self.layer
-                )
-            except UserError:  # a decoder-only model: no cross-attention
-                self.model = None
-            else:
-                links = argmax_links(weights, len(tokens), self.stride, codes=(self.head, len(tokens) - own))
-                return [(s, t) for s, t in links if s < body]
-        return proportional_links(body, own)
+    def _links(self, columns: list[int] | None, length: int, body: int, own: int) -> list[tuple[int, int]]:
+        if columns is None:
+            return proportional_links(body, own)
+        links = column_links(columns, self.stride, codes=(self.head, length - own))
+        return [(s, t) for s, t in links if s < body]
 
     def report(self, count: int) -> None:
         how = (
