@@ -40,13 +40,14 @@ def output_lines(
 ) -> list[str]:  # fmt: skip
     """One line per input line, its columns as `format_line` writes them. A split line's pieces are
     joined: texts with spaces, scores summed, the confidence over all their tokens, alignments with
-    spaces (each piece's positions counted from its own start)."""
+    spaces (each piece's positions counted from its own start). A line with nothing to translate is its
+    markup alone (a line of tags and placeholders only), else empty."""
     qe = translator.quality is not None
     best = [nbest[0] for nbest in _translations(translator, encoded, results, confidence=confidence or qe)]
     alignments = text_alignments(cfg, translator, encoded, results)
     return [
         format_line(translation, scores=bool(cfg.scores), confidence=confidence,
-                    alignment=alignment if cfg.alignment else None, qe=qe) if given else ""
+                    alignment=alignment if cfg.alignment else None, qe=qe) if given else translation.text
         for translation, alignment, given in zip(best, alignments, _given(encoded))
     ]  # fmt: skip
 

@@ -183,20 +183,22 @@ class _Placer:
 def _assembled(translation: str, events: list[tuple[int, Element]], *, escape: bool) -> str:
     """The translation with each element inserted at its offset, offsets made non-decreasing in walk
     order (the nesting wins over a place), the text between escaped when the source was markup, and a
-    space where the element had one in the source and would otherwise touch a word (not punctuation)."""
+    space where the element had one in the source and would otherwise touch a word or the element
+    before it (not punctuation)."""
     out: list[str] = []
-    cursor = 0
+    cursor, after_element = 0, False
     for offset, element in events:
         offset = max(offset, cursor)
         text = translation[cursor:offset]
         out.append(html.escape(text, quote=False) if escape else text)
+        after_element = after_element and not text
         last = next((piece[-1] for piece in reversed(out) if piece), "")
-        if element.space_before and last.isalnum():
+        if element.space_before and (last.isalnum() or (after_element and not last.isspace())):
             out.append(" ")
         out.append(element.text)
         if element.space_after and offset < len(translation) and translation[offset].isalnum():
             out.append(" ")
-        cursor = offset
+        cursor, after_element = offset, True
     rest = translation[cursor:]
     out.append(html.escape(rest, quote=False) if escape else rest)
     return "".join(out)

@@ -177,3 +177,12 @@ def test_invalid_utf8_in_a_tagged_line_follows_the_encoding_policy(checkpoint, t
     assert runs["replace"][0] == 0
     lines = output.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2 and all(tag in lines[0] for tag in ("<b>", "</b>")) and "<i>" in lines[1]
+
+
+def test_a_line_of_markup_alone_keeps_it(checkpoint, translator, tmp_path):
+    lines = ["<br/>", "{0} <b></b>", "", "the night"]
+    expected = [t.text for t in translator.translate(lines)]
+    assert expected[:3] == ["<br/>", "{0} <b></b>", ""]
+    code, stderr, written = translate_lines(tmp_path, lines, f"checkpoint={checkpoint}", "decode=greedy",
+                                            "decode.max_len_a=0", "decode.max_len_b=10")  # fmt: skip
+    assert code == 0 and written == expected, stderr[-2000:]
