@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import os
 import shlex
 import subprocess
@@ -184,7 +185,8 @@ def scores(hyp: Path) -> dict[str, float]:
         "chrf",
         "-b",
     ]
-    bleu, chrf = subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()
+    printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    bleu, chrf = re.findall(r"\d+(?:\.\d+)?", printed)  # "35.8 56.4", or a JSON list of them
     return {"bleu": float(bleu), "chrf": float(chrf)}
 
 
