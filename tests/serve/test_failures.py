@@ -45,7 +45,7 @@ class FlakyTranslator:
     def target_prefixes(self, sources: list[list[int]]) -> None:
         return None  # nothing forced
 
-    def encode(self, texts: list[str]) -> EncodedInput:
+    def encode(self, texts: list[str], *, markup: str | None = None) -> EncodedInput:
         return EncodedInput(sources=[[ord(c) for c in t] for t in texts], owners=list(range(len(texts))),
                             n_texts=len(texts))  # fmt: skip
 
