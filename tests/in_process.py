@@ -14,6 +14,19 @@ from seq2seq.cli.launch import config_dir
 from seq2seq.cli.translate import translate
 
 
+def run_translate(*overrides: str) -> tuple[int, str]:
+    """seq2seq-translate's function on the config Hydra composes from `overrides` -> (exit code, stderr)."""
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        cfg = compose("translate", overrides=list(overrides))
+    stderr, code = io.StringIO(), 0
+    with contextlib.redirect_stderr(stderr):
+        try:
+            translate(cfg)
+        except SystemExit as stop:
+            code = stop.code
+    return code, stderr.getvalue()
+
+
 def translate_lines(
     tmp_path: Path, lines: list[str], checkpoint: str, *overrides: str
 ) -> tuple[int, str, list[str] | None]:
@@ -22,14 +35,6 @@ def translate_lines(
     stderr, output lines or None when no output file was written)."""
     source, output = tmp_path / "input.txt", tmp_path / "output.txt"
     source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    settings = [checkpoint, f"input={source}", f"output={output}", *overrides]
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("translate", overrides=settings)
-    stderr, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(stderr):
-        try:
-            translate(cfg)
-        except SystemExit as stop:
-            code = stop.code
+    code, stderr = run_translate(checkpoint, f"input={source}", f"output={output}", *overrides)
     written = output.read_text(encoding="utf-8").split("\n")[:-1] if output.exists() else None
-    return code, stderr.getvalue(), written
+    return code, stderr, written

@@ -5,20 +5,14 @@ untouched, and taking the new targets out gives back the input."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-from pathlib import Path
-
 import lxml.html
 import polib
 import pytest
-from hydra import compose, initialize_config_dir
+from in_process import run_translate
 from lxml import etree
-from tiny_models import tiny_model_checkpoint
+from tiny_translator import tiny_translator_fixtures
 
 from seq2seq import Translator
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.translate import translate
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.document_formats import translate_document
@@ -79,14 +73,7 @@ msgstr "ya hecho"
 """
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tiny_model_checkpoint(tmp_path_factory.mktemp("model"), step=1, sharpness=4.0)
-
-
-@pytest.fixture(scope="module")
-def translator(checkpoint: Path) -> Translator:
-    return Translator.from_checkpoint(checkpoint, options=OPTIONS)
+checkpoint, translator = tiny_translator_fixtures(OPTIONS, step=1, sharpness=4.0)
 
 
 def segments(translator: Translator):
@@ -149,19 +136,6 @@ def test_po_messages_get_translations_and_the_file_opens_in_polib(translator):
 def test_bad_files_are_one_line_errors(translator, data, fmt, message):
     with pytest.raises(UserError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
         translate_document(data, fmt, segments(translator))
-
-
-def run_translate(*overrides: str) -> tuple[int, str]:
-    """seq2seq-translate's function on the composed config -> (exit code, stderr)."""
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("translate", overrides=list(overrides))
-    stderr, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(stderr):
-        try:
-            translate(cfg)
-        except SystemExit as stop:
-            code = stop.code
-    return code, stderr.getvalue()
 
 
 def test_the_cli_translates_a_file_in_its_format(checkpoint, translator, tmp_path):

@@ -7,12 +7,12 @@ every element."""
 from __future__ import annotations
 
 import xml.dom.minidom
-from pathlib import Path
 
 import pytest
 import torch
-from in_process import translate_lines
-from tiny_models import sentences, tiny_model_checkpoint
+from in_process import run_translate, translate_lines
+from tiny_models import sentences
+from tiny_translator import tiny_translator_fixtures
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
@@ -29,14 +29,7 @@ MARKED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tiny_model_checkpoint(tmp_path_factory.mktemp("model"), step=1, sharpness=4.0)
-
-
-@pytest.fixture(scope="module")
-def translator(checkpoint: Path) -> Translator:
-    return Translator.from_checkpoint(checkpoint, options=OPTIONS)
+checkpoint, translator = tiny_translator_fixtures(OPTIONS, step=1, sharpness=4.0)
 
 
 def char_spans(text: str, proto) -> list[tuple[int, int]]:
@@ -149,29 +142,11 @@ def test_the_cli_and_the_server_put_markup_back_as_the_translator_does(checkpoin
 
 
 def test_invalid_utf8_in_a_tagged_line_follows_the_encoding_policy(checkpoint, tmp_path):
-    import contextlib
-    import io
-
-    from hydra import compose, initialize_config_dir
-
-    from seq2seq.cli.launch import config_dir
-    from seq2seq.cli.translate import translate
-
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_bytes(b"in the <b>begin\xffning</b> god\nthe <i>night</i>\n")
-    runs = {}
-    for policy in ("strict", "replace"):
-        settings = [f"checkpoint={checkpoint}", f"input={source}", f"output={output}", "decode=greedy",
-                    "decode.max_len_a=0", "decode.max_len_b=8", f"encoding_errors={policy}"]  # fmt: skip
-        with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-            cfg = compose("translate", overrides=settings)
-        stderr, code = io.StringIO(), 0
-        with contextlib.redirect_stderr(stderr):
-            try:
-                translate(cfg)
-            except SystemExit as stop:
-                code = stop.code
-        runs[policy] = code, stderr.getvalue()
+    settings = [f"checkpoint={checkpoint}", f"input={source}", f"output={output}", "decode=greedy",
+                "decode.max_len_a=0", "decode.max_len_b=8"]  # fmt: skip
+    runs = {policy: run_translate(*settings, f"encoding_errors={policy}") for policy in ("strict", "replace")}
     code, stderr = runs["strict"]
     assert code == 2 and "line 1" in stderr and "encoding_errors=replace" in stderr
     assert runs["replace"][0] == 0
