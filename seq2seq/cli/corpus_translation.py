@@ -166,6 +166,9 @@ def fingerprint(translator: Translator, settings: Settings, cfg: DictConfig, lan
             "max_input_tokens": translator.max_input_tokens,
             "long_lines": translator.long_lines,
             "langs": {"src": langs[0], "tgt": langs[1]},
+            # lines with tags or placeholders translate differently with markup handling (markup_text)
+            "markup": translator.markup,
+            "placeholders": translator.markup_pattern.pattern,
         },
         "input": str(settings.input),
         "checkpoint": paths[0] if one else paths,
