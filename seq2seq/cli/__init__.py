@@ -7,6 +7,7 @@ hydra_records.py  a training run's .hydra/ records, written once its run directo
 training_data.py  the `data` config group -> what the training loop consumes
 training_setup.py what seq2seq-train and seq2seq-qe-train do before the loop: targets, family, seed, resume
 data_config.py    the `data` config group -> prepare_training_data's arguments (free of torch)
+guided_alignment.py  guided alignment's settings, checked and completed before a run starts
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
 translation_output.py  what seq2seq-translate writes: columns, JSON lines, Moses n-best lines, the report
 attention_output.py    alignments and attention pictures (alignment=true, attention_dir=)

@@ -26,12 +26,12 @@ def alignments_and_pictures(
     model, device = translator.model, translator.device
     stride = int(model.config.get("cross_downsample", 1))
     tokenizer = translator.tgt_tokenizer
+    layer, head = attention_position(cfg, model)
     for index, (source, nbest) in enumerate(zip(sources, results)):
         if not nbest:
             out[index] = ""
             continue
         hypothesis = list(nbest[0].tokens)
-        head = None if cfg.attention_head is None else int(cfg.attention_head)
         weights = attention_weights(
             model,
             source,
@@ -39,7 +39,7 @@ def alignments_and_pictures(
             pad_id=tokenizer.pad_id,
             bos_id=tokenizer.bos_id,
             device=device,
-            layer=int(cfg.attention_layer),
+            layer=layer,
             head=head,
         )  # (T, S')
         links = argmax_links(weights, len(hypothesis), stride, codes=language_codes(translator, nbest[0]))
@@ -49,6 +49,18 @@ def alignments_and_pictures(
             tgt_pieces = [tokenizer.id_to_piece(i) for i in hypothesis] + ["</s>"]
             save_attention_png(picture_dir / f"{index + 1:06d}.png", weights, src_pieces, tgt_pieces)
     return out
+
+
+def attention_position(cfg: DictConfig, model: CrossAttending) -> tuple[int, int | None]:
+    """(layer, head or None for their mean) that alignments and pictures read: attention_layer and
+    attention_head; when neither is set, the model's alignment head (trained by guided alignment:
+    model.alignment_layer, model.alignment_head), else the last layer's mean of heads."""
+    if cfg.attention_layer is None and cfg.attention_head is None:
+        layer, head = model.config.get("alignment_layer"), model.config.get("alignment_head")
+        if layer is not None and head is not None:
+            return int(layer), int(head)
+    layer = -1 if cfg.attention_layer is None else int(cfg.attention_layer)
+    return layer, None if cfg.attention_head is None else int(cfg.attention_head)
 
 
 def language_codes(translator: Translator, hypothesis: Hypothesis) -> tuple[int, int]:
@@ -68,7 +80,7 @@ def check_attention_settings(cfg: DictConfig, translator: Translator) -> None:
             f"alignment and attention_dir need one PyTorch model, not engine={translator.engine.name} "
             "or an ensemble; pass a single .pt checkpoint"
         )
-    layer, tokenizer = int(cfg.attention_layer), translator.tgt_tokenizer
+    (layer, head), tokenizer = attention_position(cfg, model), translator.tgt_tokenizer
     src = torch.tensor([[tokenizer.eos_id]], device=translator.device)  # (1, 1)
     tgt_in = torch.tensor([[tokenizer.bos_id]], device=translator.device)  # (1, 1)
     try:
@@ -78,8 +90,8 @@ def check_attention_settings(cfg: DictConfig, translator: Translator) -> None:
         layers = int(model.config.get("decoder_layers", 0))
         raise UserError(f"attention_layer={layer} is not a decoder layer of this model ({layers} layers); "
                         f"use 0 to {layers - 1}, or -1 for the last") from None  # fmt: skip
-    if cfg.attention_head is not None and not -heads <= int(cfg.attention_head) < heads:
-        raise UserError(f"attention_head={cfg.attention_head} is not a head of this model ({heads} heads); "
+    if head is not None and not -heads <= head < heads:
+        raise UserError(f"attention_head={head} is not a head of this model ({heads} heads); "
                         f"use 0 to {heads - 1}, or null for their mean")  # fmt: skip
 
 

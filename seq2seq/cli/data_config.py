@@ -54,7 +54,16 @@ def prepared_corpus(
         tokenizer=TokenizerSettings(**OmegaConf.to_container(data_cfg.tokenizer, resolve=True)),
         given_tokenizers=given_tokenizers,
         filters=filter_settings(data_cfg.filter),
+        alignment=alignment_setting(data_cfg),
     )
+
+
+def alignment_setting(data_cfg: DictConfig) -> bool:
+    """`data.alignment`: word links for guided alignment training (true/false)."""
+    value = data_cfg.get("alignment", False)
+    if not isinstance(value, bool):
+        raise UserError(f"data.alignment={value!r} must be true or false")
+    return value
 
 
 def filter_settings(filter_cfg: DictConfig) -> FilterSettings:

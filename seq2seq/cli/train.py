@@ -25,6 +25,7 @@ from torch import nn
 
 from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, corpus_entries, training_corpora
 from seq2seq.cli.finetuning import starting_point
+from seq2seq.cli.guided_alignment import check_guided_alignment
 from seq2seq.cli.hydra_records import write_hydra_records
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.renamed_keys import accept_deprecated_keys
@@ -92,11 +93,13 @@ def build_loss(cfg_loss: DictConfig, pad_id: int) -> TrainingLoss:
 
     The trainer hands the loss decoder states and the output weight, not logits
     (seq2seq.train.objective.batch_loss); a logits-level function such as label_smoothed_nll would
-    otherwise fail with a TypeError at the first batch. `loss.source_weight` is the objective's, not
-    the token loss's: it weights a decoder-only model's source language-model term.
+    otherwise fail with a TypeError at the first batch. `loss.source_weight` and `loss.alignment_weight`
+    are the objective's, not the token loss's: a decoder-only model's source language-model term and
+    guided alignment's term (seq2seq.cli.guided_alignment checks it).
     """
     settings = OmegaConf.to_container(cfg_loss)
     source_weight = float(settings.pop("source_weight", 0.0))
+    alignment_weight = float(settings.pop("alignment_weight", 0.0) or 0.0)
     loss_fn = partial(instantiate(settings), pad_id=pad_id)
     try:
         inspect.signature(loss_fn).bind(None, None, None)
@@ -107,7 +110,7 @@ def build_loss(cfg_loss: DictConfig, pad_id: int) -> TrainingLoss:
         ) from None
     if source_weight < 0:
         raise UserError(f"loss.source_weight={source_weight} must be zero or positive")
-    return TrainingLoss(loss_fn, source_weight=source_weight)
+    return TrainingLoss(loss_fn, source_weight=source_weight, alignment_weight=alignment_weight)
 
 
 @exit_on_user_error
@@ -169,6 +172,7 @@ def check_run_settings(
             bool(cfg.model.get("share_embeddings", False)), joint_vocabulary=bool(cfg.data.tokenizer.joint)
         )
     training_corpora(cfg.data)  # their files, weights, tags and noise: checked before the run directory
+    check_guided_alignment(cfg, family)
     return command, finish, family, start
 
 

@@ -64,8 +64,9 @@ def load_data(
     def make_train_batch(indices: list[int]) -> Batch:
         """Called as the sampler hands out the batch, so its epoch is the batch's (noise keys on it)."""
         examples = [train.example(v, seed=seed, epoch=train_batches.epoch) for v in indices]
+        links = [train.example_links(v) for v in indices] if train.has_links else None
         return collate_examples(examples, pad_id=data.pad_id, bos_id=data.bos_id, eos_id=data.eos_id,
-                                indices=indices)  # fmt: skip
+                                indices=indices, links=links)  # fmt: skip
 
     dev_sampler = TokenBatchSampler(
         data.dev.src_lengths, data.dev.tgt_lengths, max_tokens, seed=seed, shuffle=False,

@@ -20,5 +20,6 @@ batching.py      TokenBatchSampler: token-budget, length-sorted, resumable, shar
 collate.py       Batch and collate/make_batch: padded (src, tgt_in, tgt_out) tensors
 pipeline.py      prepare_training_data: everything training needs, from corpus files
 word_alignment.py  word alignments of a corpus (eflomal both ways, grow-diag-final-and)
+piece_links.py   those alignments as token links of each stored pair, cached beside the encoded arrays
 bible/           the embedded Bible corpus (seq2seq-prepare data=bible_en_es): SWORD export, alignment
 """

@@ -226,9 +226,7 @@ def encoded_corpus(
         with tempfile.TemporaryDirectory(prefix="seq2seq-encoded-") as temporary:
             stats = build(Path(temporary))
             return open_encoded(Path(temporary), mmap=False), stats
-    models = (src_tokenizer.to_bytes(), tgt_tokenizer.to_bytes())
-    key = cache_key(file_digest(src), file_digest(tgt), encoding_errors, *models)
-    final = Path(cache_dir) / f"{src.name}-{tgt.name}.{key}"
+    final = encoded_directory(src, tgt, (src_tokenizer, tgt_tokenizer), encoding_errors, Path(cache_dir))
     cached = _open_cached(final)
     if cached is not None:
         log.info("encoded corpus: cache hit %s", final)
@@ -238,6 +236,15 @@ def encoded_corpus(
     dataset = open_encoded(final)
     log.info("encoded corpus: saved %d pairs to %s", len(dataset), final)
     return dataset, read_stats(final)
+
+
+def encoded_directory(
+    src: Path, tgt: Path, tokenizers: tuple[TextTokenizer, TextTokenizer], encoding_errors: str, cache_dir: Path
+) -> Path:
+    """Where the cache keeps the encoding of these files by these tokenizers: the name holds their hashes."""
+    models = (tokenizers[0].to_bytes(), tokenizers[1].to_bytes())
+    key = cache_key(file_digest(src), file_digest(tgt), encoding_errors, *models)
+    return cache_dir / f"{src.name}-{tgt.name}.{key}"
 
 
 def _open_cached(directory: Path) -> ParallelDataset | None:

@@ -19,6 +19,8 @@ class Batch:
         src: (B, S) source ids, tokens + eos, right-padded with pad_id
         tgt_in: (B, T) decoder input, bos + tokens
         tgt_out: (B, T) decoder output (the labels), tokens + eos
+        alignment: (L, 3) word links for guided alignment, or None: (row, position in tgt_out, position
+            in src) for each linked pair of tokens
     """
 
     src: torch.Tensor
@@ -26,6 +28,7 @@ class Batch:
     tgt_out: torch.Tensor
     n_tgt_tokens: int  # non-pad labels: what a per-token loss is averaged over
     indices: list[int] = field(default_factory=list)  # dataset positions of the rows
+    alignment: torch.Tensor | None = None
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         return Batch(
@@ -34,6 +37,7 @@ class Batch:
             tgt_out=self.tgt_out.to(device, non_blocking=non_blocking),
             n_tgt_tokens=self.n_tgt_tokens,
             indices=self.indices,
+            alignment=None if self.alignment is None else self.alignment.to(device, non_blocking=non_blocking),
         )
 
     def __len__(self) -> int:
@@ -47,8 +51,11 @@ def collate(
     bos_id: int,
     eos_id: int,
     indices: Sequence[int] | None = None,
+    links: Sequence[np.ndarray | None] | None = None,
 ) -> Batch:
-    """Pad ``(src_ids, tgt_ids)`` examples as ParallelDataset gives them (both ending in eos)."""
+    """Pad ``(src_ids, tgt_ids)`` examples as ParallelDataset gives them (both ending in eos).
+    ``links``: per example, its (source position, target position) token links (L, 2), or None for an
+    example without; they become Batch.alignment."""
     if not examples:
         raise ValueError("cannot collate an empty list of examples")
     batch_size = len(examples)
@@ -71,7 +78,20 @@ def collate(
         tgt_out=torch.from_numpy(tgt_out),
         n_tgt_tokens=n_tgt_tokens,
         indices=[int(i) for i in indices] if indices is not None else list(range(batch_size)),
+        alignment=None if links is None else batch_links(links),
     )
+
+
+def batch_links(links: Sequence[np.ndarray | None]) -> torch.Tensor:
+    """Per-example (source, target) links as one (L, 3) tensor of (row, target, source)."""
+    rows = [
+        np.column_stack([np.full(len(pairs), row), pairs[:, 1], pairs[:, 0]])
+        for row, pairs in enumerate(links)
+        if pairs is not None and len(pairs)
+    ]
+    if not rows:
+        return torch.zeros((0, 3), dtype=torch.int64)
+    return torch.from_numpy(np.concatenate(rows).astype(np.int64))  # (L, 3)
 
 
 def make_batch(

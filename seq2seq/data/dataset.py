@@ -8,8 +8,17 @@ ranks that map the same files share one copy in the operating system's page cach
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
+
+
+class TokenLinks(Protocol):
+    """Every stored pair's token links (seq2seq.data.piece_links.PieceLinks)."""
+
+    def of(self, row: int) -> np.ndarray:
+        """Stored pair `row`'s (source position, target position) links. Shapes: -> (L, 2)."""
+        ...
 
 
 class ParallelDataset:
@@ -31,6 +40,7 @@ class ParallelDataset:
         tgt_offsets: np.ndarray,
         rows: np.ndarray | None = None,
         lengths: tuple[np.ndarray, np.ndarray] | None = None,
+        links: TokenLinks | None = None,
     ) -> None:
         if len(src_offsets) != len(tgt_offsets) or len(src_offsets) == 0:
             raise ValueError(
@@ -43,6 +53,7 @@ class ParallelDataset:
         self.stored_lengths = lengths  # every stored pair's lengths, when the storage has them (mapped)
         self.src_lengths = _lengths(src_offsets, rows, None if lengths is None else lengths[0])
         self.tgt_lengths = _lengths(tgt_offsets, rows, None if lengths is None else lengths[1])
+        self.links = links  # every stored pair's token links (guided alignment), or None
 
     @classmethod
     def from_sequences(
@@ -60,11 +71,23 @@ class ParallelDataset:
         i = int(index)
         if not -len(self) <= i < len(self):
             raise IndexError(f"index {index} out of range for {len(self)} pairs")
-        i %= len(self)
-        row = i if self.rows is None else int(self.rows[i])
+        row = self._row(i)
         src = self.src_ids[self.src_offsets[row] : self.src_offsets[row + 1]]
         tgt = self.tgt_ids[self.tgt_offsets[row] : self.tgt_offsets[row + 1]]
         return src, tgt
+
+    def _row(self, index: int) -> int:
+        index %= len(self)
+        return index if self.rows is None else int(self.rows[index])
+
+    def links_of(self, index: int) -> np.ndarray | None:
+        """Pair `index`'s (source position, target position) token links (L, 2), or None without links."""
+        return None if self.links is None else self.links.of(self._row(int(index)))
+
+    def with_links(self, links: TokenLinks) -> ParallelDataset:
+        """The same pairs, with every stored pair's links."""
+        arrays = (self.src_ids, self.src_offsets, self.tgt_ids, self.tgt_offsets)
+        return ParallelDataset(*arrays, self.rows, self.stored_lengths, links)
 
     def subset(self, indices: Sequence[int] | np.ndarray) -> ParallelDataset:
         """The pairs at ``indices``, in that order; shares the token arrays (no copy)."""
@@ -73,7 +96,7 @@ class ParallelDataset:
         if len(self.src_offsets) <= np.iinfo(np.int32).max:
             rows = rows.astype(np.int32)  # 4 bytes a pair
         arrays = (self.src_ids, self.src_offsets, self.tgt_ids, self.tgt_offsets)
-        return ParallelDataset(*arrays, rows, self.stored_lengths)
+        return ParallelDataset(*arrays, rows, self.stored_lengths, self.links)
 
     @property
     def n_tokens(self) -> int:

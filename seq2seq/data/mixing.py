@@ -127,6 +127,23 @@ class MixedCorpus:
             src = np.concatenate([np.array([tag], dtype=src.dtype), src])
         return src, tgt
 
+    @property
+    def has_links(self) -> bool:
+        """Whether some corpus carries token links (guided alignment)."""
+        return any(part.links is not None for part in self.parts)
+
+    def example_links(self, virtual: int) -> np.ndarray | None:
+        """The (source, target) token links of the pair a virtual index names, as `example` gives it (the
+        tag shifts the source), or None: its corpus has no links, or noise (which moves source tokens)."""
+        index = int(virtual) % len(self)
+        corpus = self.corpus_of(index)
+        if self.noises[corpus] is not None:
+            return None
+        links = self.parts[corpus].links_of(index - int(self.starts[corpus]))
+        if links is None or self.tag_ids[corpus] is None:
+            return links
+        return links + np.array([1, 0], dtype=links.dtype)
+
     def epoch_indices(self, seed: int, epoch: int) -> np.ndarray:
         """The virtual indices of one epoch's composition (int64, grouped by corpus; the sampler sorts)."""
         total, chosen = len(self), []

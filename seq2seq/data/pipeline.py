@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from seq2seq.data.binarize import encoded_corpus
+from seq2seq.data.binarize import encoded_corpus, encoded_directory
 from seq2seq.data.corpus import CorpusStats, FilterReport, read_parallel
 from seq2seq.data.dataset import ParallelDataset
 from seq2seq.data.mixing import CorpusSpec, MixedCorpus, noise_for
 from seq2seq.data.noise import word_starts
+from seq2seq.data.piece_links import VERSION as LINKS_VERSION
+from seq2seq.data.piece_links import corpus_links
 from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.data.vocabulary import (
     DEFAULT_TOKENIZER,
@@ -109,6 +111,7 @@ def prepare_training_data(
     num_threads: int = 1,
     workers: int | None = None,
     progress: bool = True,
+    alignment: bool = False,
 ) -> TrainingData:
     """Tokenizer(s) (also saved in ``out_dir`` when given), the filtered training set and the dev set.
 
@@ -124,7 +127,11 @@ def prepare_training_data(
     the dev set with ``transform_dev``); the cleaned copies live in the cache (data/cleaning.py).
     ``given_tokenizers`` (a fine-tuning run's, from its checkpoint) are used as they are instead of
     ``tokenizer``'s: nothing is trained; they are saved in ``out_dir`` all the same.
+    ``alignment``: every training corpus without noise gets its token links (guided alignment), aligned
+    by eflomal into the cache on a miss (data/piece_links.py).
     """
+    if alignment and cache_dir is None:
+        raise UserError("data.alignment needs data.cache_dir: the word links are written there")
     specs = list(corpora) or [CorpusSpec(src=str(train_src), tgt=str(train_tgt))]
     _require_prepared(*(path for spec in specs for path in (spec.src, spec.tgt)), dev_src, dev_tgt)
     if transforms:
@@ -146,7 +153,7 @@ def prepare_training_data(
         _encoded_split, tokenizers=(src_tok, tgt_tok), encoding_errors=encoding_errors, cache_dir=cache_dir,
         progress=progress, workers=workers,
     )  # fmt: skip
-    parts = [split(spec.src, spec.tgt, filters=filters) for spec in specs]
+    parts = [split(spec.src, spec.tgt, filters=filters, align=alignment and _alignable(spec)) for spec in specs]
     train = _mixed(specs, [part[0] for part in parts], src_tok)
     dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_token_ratio=None))
     dev_src_texts, dev_ref_texts = read_parallel(dev_src, dev_tgt, encoding_errors=encoding_errors)
@@ -156,6 +163,14 @@ def prepare_training_data(
         dev_ref_texts=[dev_ref_texts[i] for i in dev_keep], tokenizer_paths=paths,
         stats={**_train_stats(specs, [part[2] for part in parts]), "dev": dev_stats.as_dict()},
     )  # fmt: skip
+
+
+def _alignable(spec: CorpusSpec) -> bool:
+    """Whether a corpus can carry token links: noise moves its source tokens away from them."""
+    if spec.noise is not None and spec.noise.active:
+        log.info("data.alignment: %s has source noise, so its pairs train without word links", spec.label)
+        return False
+    return True
 
 
 def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: TextTokenizer) -> MixedCorpus:
@@ -214,12 +229,19 @@ def _encoded_split(
     progress: bool,
     workers: int | None,
     filters: FilterSettings,
+    align: bool = False,
 ) -> tuple[ParallelDataset, np.ndarray, CorpusStats]:
-    """One split's filtered dataset (sharing the mapped arrays), the line indices it kept, its stats."""
+    """One split's filtered dataset (sharing the mapped arrays), the line indices it kept, its stats;
+    `align`: with every pair's token links (built beside the encoded arrays in the cache on a miss)."""
     encoded, stats = encoded_corpus(
         src, tgt, src_tokenizer=tokenizers[0], tgt_tokenizer=tokenizers[1], encoding_errors=encoding_errors,
         cache_dir=cache_dir, progress=progress, workers=workers,
     )  # fmt: skip
+    if align and cache_dir is not None:
+        directory = encoded_directory(Path(src), Path(tgt), tokenizers, encoding_errors, Path(cache_dir))
+        links = corpus_links(encoded, directory.with_name(f"{directory.name}.links-v{LINKS_VERSION}"),
+                             tokenizers=tokenizers, progress=progress)  # fmt: skip
+        encoded = encoded.with_links(links)
     keep, report = length_filter(
         encoded.src_lengths - 1, encoded.tgt_lengths - 1, max_tokens_per_side=filters.max_tokens_per_side,
         max_token_ratio=filters.max_token_ratio, min_tokens_for_ratio=filters.min_tokens_for_ratio,

@@ -74,17 +74,25 @@ def align_corpus(sources: Sequence[str], targets: Sequence[str]) -> list[Links]:
     runs may differ a little."""
     if len(sources) != len(targets):
         raise UserError(f"cannot align {len(sources)} source lines with {len(targets)} target lines")
+    return align_words([words(line) for line in sources], [words(line) for line in targets])
+
+
+def align_words(sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]]) -> list[Links]:
+    """Per pair of word lists (no word empty or with spaces), their symmetrized eflomal alignment."""
     try:
         import eflomal
     except ImportError:
-        raise UserError("word alignment needs eflomal: pip install 'seq2seq[alignment]'") from None
+        raise UserError(
+            "word alignment needs eflomal: pip install 'seq2seq[alignment]'"
+        ) from None
     with tempfile.TemporaryDirectory() as folder:
         forward, reverse = Path(folder) / "fwd", Path(folder) / "rev"
         aligner = eflomal.Aligner()
-        source_text = [" ".join(words(line)) + "\n" for line in sources]
-        target_text = [" ".join(words(line)) + "\n" for line in targets]
         aligner.align(
-            source_text, target_text, links_filename_fwd=str(forward), links_filename_rev=str(reverse)
+            [" ".join(line) + "\n" for line in sources],
+            [" ".join(line) + "\n" for line in targets],
+            links_filename_fwd=str(forward),
+            links_filename_rev=str(reverse),
         )
         pairs = zip(forward.read_text().splitlines(), reverse.read_text().splitlines())
         return [symmetrized(parse_links(f), parse_links(r)) for f, r in pairs]

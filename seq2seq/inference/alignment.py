@@ -73,17 +73,19 @@ def most_attended(
     bos_id: int,
     device: torch.device,
     layer: int = -1,
+    head: int | None = None,
     batch_size: int = 64,
 ) -> list[list[int]]:
     """Per (source, output) pair (source ending in eos, output without eos), each output token's most
-    attended source column under the mean of layer `layer`'s heads: `attention_weights` for many pairs,
-    in padded batches."""
+    attended source column under the mean of layer `layer`'s heads (or head `head`): `attention_weights`
+    for many pairs, in padded batches."""
     columns: list[list[int]] = []
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]
         src = pad_batch([source for source, _ in chunk], pad_id).to(device)  # (B, S)
         tgt_in = pad_batch([[bos_id, *output] for _, output in chunk], pad_id).to(device)  # (B, T)
-        weights = model.cross_attention(src, tgt_in, layer=layer).float().mean(1)  # (B, T, S')
+        weights = model.cross_attention(src, tgt_in, layer=layer).float()  # (B, H, T, S')
+        weights = weights.mean(1) if head is None else weights[:, head]  # (B, T, S')
         best = weights.argmax(-1).tolist()  # (B, T)
         columns.extend(row[: len(output)] for row, (_, output) in zip(best, chunk))
     return columns

@@ -102,8 +102,12 @@ class _Aligner:
         self.stride = int(model.config.get("cross_downsample", 1)) if self.model is not None else 1
         # The next-to-last decoder layer's attention aligns words best; the last one's looks ahead to the
         # word it is about to write (seen on the Bible models: docs/markup.md).
+        # A model trained with guided alignment has a head for it, which aligns better still.
         layers = int(model.config.get("decoder_layers", 1)) if self.model is not None else 1
-        self.layer = -2 if layers >= 2 else -1
+        self.layer, self.attention_head = -2 if layers >= 2 else -1, None
+        if self.model is not None and model.config.get("alignment_layer") is not None:
+            self.layer = int(model.config["alignment_layer"])
+            self.attention_head = model.config.get("alignment_head")
         self.head = len(getattr(translator.src_tokenizer, "prefix", ()))
 
     def columns(self, jobs: list[tuple[list[int], list[int]]]) -> list[list[int] | None]:
@@ -114,7 +118,8 @@ class _Aligner:
         tokenizer = self.translator.tgt_tokenizer
         try:
             found = most_attended(self.model, jobs, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
-                                  device=self.translator.device, layer=self.layer)  # fmt: skip
+                                  device=self.translator.device, layer=self.layer,
+                                  head=self.attention_head)  # fmt: skip
         except UserError:  # a decoder-only model: no cross-attention
             self.model = None
             return [None] * len(jobs)

@@ -109,9 +109,10 @@ SETTINGS: tuple[Setting, ...] = (
     _row("alignment", None, None, None, False, "the CLI's alignment column (argmax cross-attention)"),
     _row("attention_dir", None, None, None, False, "a directory for one cross-attention picture per "
          "sentence"),
-    _row("attention_layer", None, None, None, False, "decoder layer for alignments and pictures"),
+    _row("attention_layer", None, None, None, False, "decoder layer for alignments and pictures (null: "
+         "the model's alignment head, else the last layer)"),
     _row("attention_head", None, None, None, False, "attention head for alignments and pictures (null: "
-         "their mean)"),
+         "their mean, or the model's alignment head)"),
     _row("progress_bar", None, None, None, False, "auto | true | false"),
     _row("quiet", None, None, None, False, "only warnings and errors on stderr"),
     _row("report", None, None, None, False, "a JSON file of the run's speed and settings"),

@@ -113,3 +113,21 @@ def validate_arguments(args: dict[str, Any]) -> None:
 
 
 __all__ = ["check_choice", "check_embedding_sharing", "check_positive", "validate_arguments"]
+
+
+def check_alignment_head(args: dict[str, Any]) -> None:
+    """alignment_layer / alignment_head: both None, or a decoder layer and one of its heads (negative
+    numbers count from the end)."""
+    layer, head = args.get("alignment_layer"), args.get("alignment_head")
+    if layer is None and head is None:
+        return
+    layers, heads = args["decoder_layers"], args["n_heads"]
+    if layer is None or head is None:
+        raise UserError(f"alignment_layer={layer} and alignment_head={head}: set both (e.g. -2 and 0) "
+                        "or neither")  # fmt: skip
+    if not -layers <= int(layer) < layers:
+        raise UserError(f"alignment_layer={layer} is not a decoder layer of this model ({layers} layers); "
+                        f"use 0 to {layers - 1}, or -1 for the last")  # fmt: skip
+    if not -heads <= int(head) < heads:
+        raise UserError(f"alignment_head={head} is not a head of this model ({heads} heads); use 0 to "
+                        f"{heads - 1}")  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 from torch import nn
 
 from seq2seq.errors import UserError
-from seq2seq.model.argument_checks import check_positive, validate_arguments
+from seq2seq.model.argument_checks import check_alignment_head, check_positive, validate_arguments
 from seq2seq.model.decoder_only import DecoderOnly
 from seq2seq.model.encoder_only import EncoderOnly
 from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
@@ -169,6 +169,8 @@ def build_model(
     output_bias: bool = False,
     checkpoint_activations: bool = False,
     max_positions: int = 1024,
+    alignment_layer: int | None = None,
+    alignment_head: int | None = None,
 ) -> Seq2Seq:
     """An encoder-decoder Transformer. Invalid arguments raise UserError (a ValueError).
 
@@ -179,9 +181,13 @@ def build_model(
     `scale_embeddings`: token embeddings times sqrt(d_model) (else times 1); `output_bias`: a (V,) bias
     on the logits (`output.bias`); `sinusoid_layout`: standard or fairseq frequencies; `position_offset`:
     the absolute position of each stack's first token (learned tables get max_positions + offset rows).
+    `alignment_layer`, `alignment_head`: the decoder layer and cross-attention head that guided
+    alignment trains on word alignments (seq2seq.train.guided_alignment) and that alignments and
+    markup then read; None: no such head (alignments read a layer's mean of heads).
     """
     args = dict(locals())
     validate_arguments(args)
+    check_alignment_head(args)
     src_embedding, tgt_embedding = _embeddings(args)
     encoder, decoder = _stacks(args, src_embedding, tgt_embedding)
     output = OutputProjection(

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
+from seq2seq.errors import UserError
 from seq2seq.model.families import ENCODER_DECODER
 from seq2seq.nn.attention import AttentionContext
 from seq2seq.nn.dropout import Dropout
@@ -182,6 +183,25 @@ class Decoder(Stack):
             x = self._run_layer(layer, x, cross_kv[index], self_context, cross_context)
         return self.final_norm(x)
 
+    def forward_attending(
+        self, tgt_in: Tensor, memory: EncoderOutput, *, layer: int, head: int
+    ) -> tuple[Tensor, Tensor]:
+        """`forward`, plus the cross-attention weights of head `head` of layer `layer`, with their
+        gradient (guided alignment). That layer runs without activation checkpointing.
+        Shapes: tgt_in (B, T), memory.states (B, S, D) -> (B, T, D), (B, T, S')."""
+        cross_kv, memory_keep, memory_positions = self.project_memory(memory)
+        x, self_context, cross_context = self._prepare(tgt_in, 0, memory_keep, memory_positions)
+        chosen = range(len(self.layers))[layer]
+        weights = x.new_zeros(0)
+        for index, decoder_layer in enumerate(self.layers):
+            if index == chosen:
+                x, weights = decoder_layer.forward_attending(
+                    x, cross_kv[index], self_context, cross_context, head
+                )
+            else:
+                x = self._run_layer(decoder_layer, x, cross_kv[index], self_context, cross_context)
+        return self.final_norm(x), weights
+
     def step(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Run the new tokens through the cached decoder. Shapes: tokens (N, t) -> (N, t, D)."""
         x, self_context, cross_context = self._prepare(
@@ -292,8 +312,14 @@ class Seq2Seq(nn.Module):
         return int(self.config["cross_downsample"])
 
     def forward(
-        self, src: Tensor, tgt_in: Tensor, *, output_keep: Tensor | None = None, project: bool = True
-    ) -> Tensor:
+        self,
+        src: Tensor,
+        tgt_in: Tensor,
+        *,
+        output_keep: Tensor | None = None,
+        project: bool = True,
+        attending: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:
         """Teacher-forced logits.
 
         `output_keep` (B, T) selects the positions to project to the vocabulary (the loss needs only
@@ -303,11 +329,28 @@ class Seq2Seq(nn.Module):
         (seq2seq.train.loss.projected_label_smoothed_nll).
         Shapes: src (B, S), tgt_in (B, T) -> (B, T, V); with output_keep -> (N, V), the kept positions
         in row-major order, N = output_keep.sum(); with project=False, D instead of V.
+        `attending=True` (guided alignment training) returns, besides, the cross-attention weights of
+        the model's alignment head (`alignment_layer`, `alignment_head`): (B, T, S').
         """
-        hidden = self.decoder(tgt_in, self.encode(src))  # (B, T, D)
+        memory = self.encode(src)
+        weights = None
+        if attending:
+            layer, head = self.alignment_head_position()
+            hidden, weights = self.decoder.forward_attending(tgt_in, memory, layer=layer, head=head)
+        else:
+            hidden = self.decoder(tgt_in, memory)  # (B, T, D)
         if output_keep is not None:
             hidden = hidden[output_keep]  # (N, D)
-        return self.output(hidden) if project else hidden
+        out = self.output(hidden) if project else hidden
+        return out if weights is None else (out, weights)
+
+    def alignment_head_position(self) -> tuple[int, int]:
+        """(layer, head) of the cross-attention head trained on word alignments (guided alignment)."""
+        layer, head = self.config.get("alignment_layer"), self.config.get("alignment_head")
+        if layer is None or head is None:
+            raise UserError("guided alignment trains one cross-attention head: set model.alignment_layer "
+                            "and model.alignment_head (e.g. -2 and 0)")  # fmt: skip
+        return int(layer), int(head)
 
     def encode(self, src: Tensor) -> EncoderOutput:
         """Shapes: src (B, S) -> EncoderOutput(states (B, S, D), keep (B, S))."""

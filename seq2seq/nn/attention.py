@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seq2seq.nn.backends import attend, attention_probabilities, build_keep, local_attend
@@ -226,3 +227,19 @@ class CrossAttention(nn.Module):
             device=q.device,
         )
         return attention_probabilities(q, memory_kv[0], mask=mask, bias=context.dense_bias())
+
+    def head_probabilities(
+        self, x: Tensor, memory_kv: tuple[Tensor, Tensor], context: AttentionContext, head: int
+    ) -> Tensor:
+        """Head `head`'s attention weights, differentiable (what guided alignment trains): only that
+        head's slice of the query projection is computed. Shapes: x (B, T, D) -> (B, T, S)."""
+        head, head_dim = head % self.n_heads, x.shape[-1] // self.n_heads
+        rows = slice(head * head_dim, (head + 1) * head_dim)
+        bias = None if self.q.bias is None else self.q.bias[rows]
+        q = F.linear(x, self.q.weight[rows], bias).unsqueeze(1)  # (B, 1, T, Dh)
+        k = memory_kv[0][:, head : head + 1]  # (B, 1, S, Dh)
+        mask = build_keep(context.keep, causal=False, window=None, tq=q.shape[-2], tk=k.shape[-2],
+                          device=q.device)  # fmt: skip
+        dense = context.dense_bias()  # (H, T, S) or None
+        bias = None if dense is None else dense[head : head + 1]  # (1, T, S)
+        return attention_probabilities(q, k, mask=mask, bias=bias)[:, 0]  # (B, T, S)

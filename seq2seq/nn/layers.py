@@ -131,6 +131,23 @@ class DecoderLayer(nn.Module):
         x = self.self_block(x, lambda h: self.self_attn(h, self_context))
         return self.cross_attn.probabilities(self.cross_block.sublayer_input(x), memory_kv, cross_context)
 
+    def forward_attending(
+        self,
+        x: Tensor,
+        memory_kv: tuple[Tensor, Tensor],
+        self_context: AttentionContext,
+        cross_context: AttentionContext,
+        head: int,
+    ) -> tuple[Tensor, Tensor]:
+        """`forward`, plus cross-attention head `head`'s weights on the way, with their gradient (guided
+        alignment). Shapes: x (B, T, D) -> (B, T, D), (B, T, S')."""
+        x = self.self_block(x, lambda h: self.self_attn(h, self_context))
+        weights = self.cross_attn.head_probabilities(
+            self.cross_block.sublayer_input(x), memory_kv, cross_context, head
+        )
+        x = self.cross_block(x, lambda h: self.cross_attn(h, memory_kv, cross_context))
+        return self.ffn_block(x, self.ffn), weights
+
 
 class MemoryDownsampler(nn.Module):
     """Pool the encoder output by `stride` before cross-attention (shorter memory, cheaper decoding).

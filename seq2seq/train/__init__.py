@@ -1,6 +1,7 @@
 """Training. One concept per module; no Hydra here (the CLI builds the parts and hands them over):
 
 loss.py         label-smoothed NLL, fused with the output projection (no (N, V) logits kept)
+alignment_loss.py  guided alignment: one cross-attention head against external word alignments
 objective.py    batch_loss: a batch through the model and the loss, per real target token
 schedules.py    learning rate as a pure function of the update (Noam, inverse sqrt, cosine, constant)
 optim.py        AdamW with parameter groups; gradient clipping

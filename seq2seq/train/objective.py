@@ -9,6 +9,7 @@ from typing import Any
 from torch import nn
 
 from seq2seq.data.collate import Batch
+from seq2seq.train.alignment_loss import guided_alignment_loss
 from seq2seq.train.distributed import unwrapped
 
 
@@ -20,10 +21,13 @@ class TrainingLoss:
     source_weight: a decoder-only model's source language-model term, added to the loss sum with this
     weight (0: the loss is on target tokens only). The term is normalised, like the target's, by the
     batch's target tokens, and perplexity stays the target's.
+    alignment_weight: guided alignment's term (seq2seq.train.alignment_loss) for the batches that carry
+    word links, added with this weight (0: none); the model's alignment head is trained.
     """
 
     token_loss: Callable[..., Any]
     source_weight: float = 0.0
+    alignment_weight: float = 0.0
 
     def __call__(self, hidden: Any, output_weight: Any, labels: Any, output_bias: Any = None) -> Any:
         if output_bias is None:
@@ -46,6 +50,12 @@ def batch_loss(model: nn.Module, batch: Batch, loss_fn: Callable[..., Any], *, p
     output_weight = output.weight  # (V, D)
     bias = {} if output.bias is None else {"output_bias": output.bias}  # (V,)
     source_weight = loss_fn.source_weight if isinstance(loss_fn, TrainingLoss) else 0.0
+    alignment_weight = loss_fn.alignment_weight if isinstance(loss_fn, TrainingLoss) else 0.0
+    if alignment_weight and batch.alignment is not None:
+        hidden, weights = model(batch.src, batch.tgt_in, output_keep=keep, project=False, attending=True)
+        out = loss_fn(hidden, output_weight, batch.tgt_out[keep], **bias)  # weights: (B, T, S)
+        guided = guided_alignment_loss(weights, batch.alignment)
+        return out._replace(loss_sum=out.loss_sum + alignment_weight * guided)
     if not source_weight:
         hidden = model(batch.src, batch.tgt_in, output_keep=keep, project=False)  # (N, D)
         return loss_fn(hidden, output_weight, batch.tgt_out[keep], **bias)

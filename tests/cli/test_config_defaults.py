@@ -92,7 +92,8 @@ def test_target_defaults_equal_their_yaml(path: str) -> None:
     if path.startswith(
         "loss"
     ):  # the objective's own setting, next to the token loss's (build_loss splits them)
-        assert_defaults_equal(TrainingLoss, {"source_weight": config.pop("source_weight")}, path)
+        objective = {key: config.pop(key) for key in ("source_weight", "alignment_weight")}
+        assert_defaults_equal(TrainingLoss, objective, path)
     assert_defaults_equal(target, config, path)
 
 
