@@ -17,6 +17,7 @@ with the same code. What a spec cannot express is refused, by name, before anyth
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -46,6 +47,8 @@ from seq2seq.inference.loading import LoadedModel, load_for_inference
 from seq2seq.model import family_of
 from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER
 from seq2seq.nn.positional import sinusoid_table
+
+log = logging.getLogger(__name__)
 
 WEIGHT_FORMATS = ("float32", "int8", "int8_float32", "bfloat16")  # CTranslate2's stored weight types
 LAYER_NORM_EPSILON = 1e-5  # torch.nn.LayerNorm's default, which every norm of our model uses
@@ -227,7 +230,9 @@ def transformer_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
     config, state = loaded.model.config, _numpy_state(loaded.model)
     common = _stack_options(config, specs)
     encoder = specs.TransformerEncoderSpec(config["encoder_layers"], config["n_heads"], **common)
-    decoder = specs.TransformerDecoderSpec(config["decoder_layers"], config["n_heads"], **common)
+    decoder = specs.TransformerDecoderSpec(
+        config["decoder_layers"], config["n_heads"], **common, **_alignment_head(config)
+    )
     _fill_encoder(encoder, state, config)
     _fill_decoder(decoder, state, config)
     spec = specs.TransformerSpec(encoder, decoder)
@@ -238,6 +243,21 @@ def transformer_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:
     spec.register_source_vocabulary(loaded.src_tokenizer.pieces_of_vocabulary())
     spec.register_target_vocabulary(loaded.tgt_tokenizer.pieces_of_vocabulary())
     return spec
+
+
+def _alignment_head(config: dict[str, Any]) -> dict[str, int]:
+    """Where CTranslate2's `return_attention` reads: the mean of the first `alignment_heads` heads of
+    decoder layer `alignment_layer`. A model trained with guided alignment (model.alignment_layer,
+    alignment_head) gets its head there when it is head 0, which guided training picks by default."""
+    layer, head = config.get("alignment_layer"), config.get("alignment_head")
+    if layer is None or head is None:
+        return {}
+    layer = int(layer) % int(config["decoder_layers"])
+    if int(head) % int(config["n_heads"]) != 0:
+        log.warning("CTranslate2's return_attention reads head 0 of layer %d, not the alignment head %s",
+                    layer, head)  # fmt: skip
+        return {"alignment_layer": layer}
+    return {"alignment_layer": layer, "alignment_heads": 1}
 
 
 def decoder_only_spec(loaded: LoadedModel, ctranslate2: Any) -> Any:

@@ -81,3 +81,25 @@ def test_the_special_tokens_are_the_tokenizer_s(tmp_path, tokenizer):
     pieces = [tokenizer.id_to_piece(i) for i in (tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id)]
     assert [config["bos_token"], config["eos_token"], config["unk_token"]] == pieces
     assert config["decoder_start_token"] == pieces[0] and config["add_source_eos"]
+
+
+def test_a_guided_models_alignment_head_is_what_ctranslate2_returns_as_attention(tmp_path) -> None:
+    """return_attention gives, for each output token, the attention of the alignment head (layer 0,
+    head 0 here; CTranslate2's default would be the last layer's)."""
+    import ctranslate2
+
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer.vocab_size, seed=4, max_positions=64, sharpness=4.0, alignment_layer=0,
+                       alignment_head=0)  # fmt: skip
+    exported = export_ctranslate2(save_tiny_checkpoint(tmp_path / "m.pt", model, tokenizer, step=1),
+                                  tmp_path / "ct2")  # fmt: skip
+    source = tokenizer.encode(sentences(1, seed=5)[0])
+    result = ctranslate2.Translator(str(exported)).translate_batch(
+        [[tokenizer.id_to_piece(i) for i in source]], beam_size=1, max_decoding_length=6, return_attention=True
+    )[0]  # fmt: skip
+    output = [tokenizer.piece_to_id(piece) for piece in result.hypotheses[0]]
+    src = torch.tensor([[*source, tokenizer.eos_id]])  # (1, S)
+    tgt_in = torch.tensor([[tokenizer.bos_id, *output]])  # (1, T)
+    ours = model.cross_attention(src, tgt_in, layer=0)[0, 0, : len(output), :-1]  # (T, S - 1)
+    theirs = torch.tensor(result.attention[0])  # (T, S - 1): CTranslate2 leaves the source's eos out
+    torch.testing.assert_close(theirs, ours, atol=1e-4, rtol=1e-4)
