@@ -55,7 +55,19 @@ def prepared_corpus(
         given_tokenizers=given_tokenizers,
         filters=filter_settings(data_cfg.filter),
         alignment=alignment_setting(data_cfg),
+        temperature=temperature_setting(data_cfg),
     )
+
+
+def temperature_setting(data_cfg: DictConfig) -> float | None:
+    """`data.temperature`: None (the corpora's weights decide), or T > 0 for T-sampling over the corpora."""
+    value = data_cfg.get("temperature")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise UserError(f"data.temperature={value!r} must be a number above 0 (1: proportional to the corpus "
+                        "sizes; 5: flatter) or null (the corpora's weights)")  # fmt: skip
+    return float(value)
 
 
 def alignment_setting(data_cfg: DictConfig) -> bool:

@@ -164,6 +164,18 @@ class MixedCorpus:
         return np.bincount(corpora, minlength=len(self.parts)).tolist()
 
 
+def temperature_weights(sizes: Sequence[int], temperature: float) -> list[float]:
+    """Per corpus, the weight that gives it the share n_c^(1/T) / sum_k n_k^(1/T) of an epoch of as many
+    examples as the corpora hold together (T-sampling, as multilingual NMT samples its language pairs:
+    T = 1 keeps each corpus's own share, a larger T moves the shares towards equal, T -> inf is uniform).
+    Empty corpora get weight 0."""
+    if not temperature > 0:
+        raise UserError(f"data.temperature={temperature} must be above 0 (1: proportional; 5: flatter)")
+    total = sum(sizes)
+    powered = [size ** (1.0 / temperature) if size else 0.0 for size in sizes]
+    return [total * p / sum(powered) / size if size else 0.0 for p, size in zip(powered, sizes)]
+
+
 def noise_for(settings: NoiseSettings | None, *, word_start: np.ndarray, mask_id: int) -> SourceNoise | None:
     """The corpus's noise function, or None when it has no noise (or every probability is zero)."""
     if settings is None or not settings.active:

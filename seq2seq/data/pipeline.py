@@ -20,7 +20,7 @@ import numpy as np
 from seq2seq.data.binarize import encoded_corpus, encoded_directory
 from seq2seq.data.corpus import CorpusStats, FilterReport, read_parallel
 from seq2seq.data.dataset import ParallelDataset
-from seq2seq.data.mixing import CorpusSpec, MixedCorpus, noise_for
+from seq2seq.data.mixing import CorpusSpec, MixedCorpus, noise_for, temperature_weights
 from seq2seq.data.noise import word_starts
 from seq2seq.data.piece_links import VERSION as LINKS_VERSION
 from seq2seq.data.piece_links import corpus_links
@@ -112,6 +112,7 @@ def prepare_training_data(
     workers: int | None = None,
     progress: bool = True,
     alignment: bool = False,
+    temperature: float | None = None,
 ) -> TrainingData:
     """Tokenizer(s) (also saved in ``out_dir`` when given), the filtered training set and the dev set.
 
@@ -129,6 +130,8 @@ def prepare_training_data(
     ``tokenizer``'s: nothing is trained; they are saved in ``out_dir`` all the same.
     ``alignment``: every training corpus without noise gets its token links (guided alignment), aligned
     by eflomal into the cache on a miss (data/piece_links.py).
+    ``temperature``: the corpora's shares of an epoch follow their filtered sizes to the power 1/T
+    (mixing.temperature_weights) instead of their weights, which must then be left at 1.
     """
     if alignment and cache_dir is None:
         raise UserError("data.alignment needs data.cache_dir: the word links are written there")
@@ -154,6 +157,8 @@ def prepare_training_data(
         progress=progress, workers=workers,
     )  # fmt: skip
     parts = [split(spec.src, spec.tgt, filters=filters, align=alignment and _alignable(spec)) for spec in specs]
+    if temperature is not None:
+        specs = _tempered(specs, [len(part[0]) for part in parts], temperature)
     train = _mixed(specs, [part[0] for part in parts], src_tok)
     dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_token_ratio=None))
     dev_src_texts, dev_ref_texts = read_parallel(dev_src, dev_tgt, encoding_errors=encoding_errors)
@@ -163,6 +168,20 @@ def prepare_training_data(
         dev_ref_texts=[dev_ref_texts[i] for i in dev_keep], tokenizer_paths=paths,
         stats={**_train_stats(specs, [part[2] for part in parts]), "dev": dev_stats.as_dict()},
     )  # fmt: skip
+
+
+def _tempered(specs: list[CorpusSpec], sizes: list[int], temperature: float) -> list[CorpusSpec]:
+    """The corpora with the weights of T-sampling (mixing.temperature_weights) over their sizes."""
+    weighted = [spec.label for spec in specs if spec.weight != 1.0]
+    if weighted:
+        raise UserError(f"data.temperature={temperature} sets every corpus's share itself, but {weighted[0]} "
+                        "has a weight; drop the weights or data.temperature")  # fmt: skip
+    weights = temperature_weights(sizes, temperature)
+    total = sum(sizes)
+    for spec, size, weight in zip(specs, sizes, weights):
+        log.info("data.temperature=%g: corpus %s, %d pairs (%.1f%% of all), %.1f%% of each epoch",
+                 temperature, spec.label, size, 100 * size / total, 100 * weight * size / total)  # fmt: skip
+    return [replace(spec, weight=weight) for spec, weight in zip(specs, weights)]
 
 
 def _alignable(spec: CorpusSpec) -> bool:
