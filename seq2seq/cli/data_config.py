@@ -17,6 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from seq2seq.data.mixing import CorpusSpec
 from seq2seq.data.noise import NoiseSettings
 from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
+from seq2seq.data.tokenizer import is_language_token
 from seq2seq.data.renamed_settings import FILTER_KEYS, TRANSFORM_TARGETS, current_filter
 from seq2seq.data.vocabulary import GivenTokenizers, TokenizerSettings
 from seq2seq.errors import UserError, deprecation_message
@@ -132,6 +133,9 @@ def _corpus(entry: Any, where: str) -> CorpusSpec:
     tag = entry.get("tag")
     if tag is not None and (not str(tag).strip() or " " in str(tag)):
         raise UserError(f"{where}.tag={tag!r} must be one token without spaces, such as <bt>")
+    if tag is not None and is_language_token(str(tag)):
+        raise UserError(f"{where}.tag={tag!r} is named as a language token (__xx__), which would make the "
+                        "model multilingual; name the tag another way, such as <bt>")  # fmt: skip
     noise = entry.get("noise")
     try:
         noise = None if noise is None else NoiseSettings(**OmegaConf.to_container(noise, resolve=True))

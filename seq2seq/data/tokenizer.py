@@ -4,12 +4,18 @@ pad=0, unk=1, bos=2, eos=3 in every model we train, so batches, losses and decod
 on them without asking. Texts are normalised before they get here (corpus.normalize), so the
 model is trained with sentencepiece's "identity" normalisation: decode(encode(text)) == text for
 any text whose characters the model covers.
+
+A model trained with language tokens among its user symbols (`__en__`, `__es__`: `language_token`) is
+multilingual, as an imported M2M100/NLLB model is (seq2seq.inference.languages): `languages` lists
+them, and `for_language(code)` gives the tokenizer whose encode() puts that language's token first.
 """
 
 from __future__ import annotations
 
+import copy
 import io
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -21,6 +27,20 @@ from seq2seq.files import atomic_output
 log = logging.getLogger(__name__)
 
 MODEL_TYPES = ("unigram", "bpe", "char", "word")
+_LANGUAGE_TOKEN = re.compile(r"__([A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*)__")
+_USER_DEFINED = 4  # sentencepiece's ModelProto.SentencePiece.Type.USER_DEFINED
+
+
+def is_language_token(piece: str) -> bool:
+    """Whether a user symbol names a language (`__es__`) rather than being a plain tag (`<bt>`)."""
+    return _LANGUAGE_TOKEN.fullmatch(piece) is not None
+
+
+def language_token(code: str) -> str:
+    """The piece that names language `code` ("es" -> "__es__", "spa_Latn" -> "__spa_Latn__")."""
+    if not _LANGUAGE_TOKEN.fullmatch(f"__{code}__"):
+        raise UserError(f"language code {code!r} must be letters, digits, '-' and '_' (e.g. es, spa_Latn)")
+    return f"__{code}__"
 
 
 class Tokenizer:
@@ -41,6 +61,9 @@ class Tokenizer:
         self._sp = processor
         self._specials = {self.PAD_ID, self.BOS_ID, self.EOS_ID}
         self._unmarked: spm.SentencePieceProcessor | None = None  # built at the first encode_unmarked
+        self._languages = _language_tokens(processor)
+        self._language: str | None = None
+        self._specials |= set(self._languages.values())  # a language token is never text
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -135,22 +158,32 @@ class Tokenizer:
 
     @property
     def prefix(self) -> tuple[int, ...]:
-        """Ids encode() puts before the pieces: none (MappedTokenizer may have a language code)."""
-        return ()
+        """Ids encode() puts before the pieces: the chosen language's token, or none."""
+        return () if self._language is None else (self._languages[self._language],)
 
     @property
     def languages(self) -> dict[str, int]:
-        """Language codes this tokenizer has as tokens: none."""
-        return {}
+        """Language codes this tokenizer has as tokens (code -> id); {} for a model without."""
+        return dict(self._languages)
 
     @property
     def language(self) -> str | None:
-        return None
+        """The language whose token encode() puts first (`for_language`), or None."""
+        return self._language
+
+    def for_language(self, code: str) -> Tokenizer:
+        """The same model, with language `code`'s token put first by encode()."""
+        if code not in self._languages:
+            known = ", ".join(sorted(self._languages)) or "none"
+            raise UserError(f"language {code!r} is not one of this tokenizer's languages: {known}")
+        variant = copy.copy(self)
+        variant._language = code
+        return variant
 
     # ------------------------------------------------------------------ text <-> ids
     def encode(self, text: str) -> list[int]:
-        """Piece ids of ``text``, without bos or eos."""
-        return self._sp.encode(text)
+        """Piece ids of ``text``, after the prefix (a language token, if one was chosen); no bos or eos."""
+        return [*self.prefix, *self._sp.encode(text)]
 
     def encode_unmarked(self, text: str) -> list[int]:
         """Piece ids of ``text`` without the word-start mark (▁) that ``encode`` puts in front of it: how
@@ -161,10 +194,11 @@ class Tokenizer:
         return self._unmarked.encode(text)
 
     def encode_batch(self, texts: Sequence[str], num_threads: int = 1) -> list[list[int]]:
-        return self._sp.encode(list(texts), num_threads=num_threads)
+        encoded = self._sp.encode(list(texts), num_threads=num_threads)
+        return encoded if not self.prefix else [[*self.prefix, *ids] for ids in encoded]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Text of ``ids``; pad, bos and eos are ignored wherever they are."""
+        """Text of ``ids``; pad, bos, eos and language tokens are ignored wherever they are."""
         return self._sp.decode([int(i) for i in ids if int(i) not in self._specials])
 
     def pieces(self, text: str) -> list[str]:
@@ -183,13 +217,27 @@ class Tokenizer:
         return [self._sp.id_to_piece(i) for i in range(self.vocab_size)]
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Tokenizer) and self.to_bytes() == other.to_bytes()
+        return (
+            isinstance(other, Tokenizer) and self.language == other.language and self.to_bytes() == other.to_bytes()
+        )
 
     def __hash__(self) -> int:
         return hash(self.to_bytes())
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size})"
+
+
+def _language_tokens(processor: spm.SentencePieceProcessor) -> dict[str, int]:
+    """code -> id of the model's language tokens: user-defined pieces named as `language_token` names them."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto.FromString(processor.serialized_model_proto())
+    return {
+        match.group(1): index
+        for index, piece in enumerate(proto.pieces)
+        if piece.type == _USER_DEFINED and (match := _LANGUAGE_TOKEN.fullmatch(piece.piece))
+    }
 
 
 def _without_word_start(processor: spm.SentencePieceProcessor) -> spm.SentencePieceProcessor:

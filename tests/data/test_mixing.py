@@ -187,6 +187,7 @@ def test_noise_differs_between_epochs_and_copies(two_corpora, tmp_path):
         ([{"src": "a"}], "data.extra_train[0] must name its files"),
         ([{"src": "a", "tgt": "b", "weight": -1}], "weight=-1.0 must be 0 or more"),
         ([{"src": "a", "tgt": "b", "tag": "two words"}], "must be one token without spaces"),
+        ([{"src": "a", "tgt": "b", "tag": "__bt__"}], "is named as a language token (__xx__)"),
         ([{"src": "a", "tgt": "b", "noise": {"drop": 1.5}}], "noise.drop=1.5 must be in [0, 1)"),
         ([{"src": "a", "tgt": "b", "noise": {"swap": 1}}], "it takes drop, mask and shuffle_distance"),
         ([{"src": "a", "tgt": "b", "wieght": 2}], "unknown keys ['wieght']"),
