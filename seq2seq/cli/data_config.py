@@ -17,7 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from seq2seq.data.mixing import CorpusSpec
 from seq2seq.data.noise import NoiseSettings
 from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
-from seq2seq.data.tokenizer import is_language_token
+from seq2seq.data.tokenizer import is_language_token, language_token
 from seq2seq.data.renamed_settings import FILTER_KEYS, TRANSFORM_TARGETS, current_filter
 from seq2seq.data.vocabulary import GivenTokenizers, TokenizerSettings
 from seq2seq.errors import UserError, deprecation_message
@@ -57,6 +57,7 @@ def prepared_corpus(
         filters=filter_settings(data_cfg.filter),
         alignment=alignment_setting(data_cfg),
         temperature=temperature_setting(data_cfg),
+        dev_languages=dev_languages(data_cfg),
     )
 
 
@@ -89,7 +90,7 @@ def filter_settings(filter_cfg: DictConfig) -> FilterSettings:
     return FilterSettings(**settings)
 
 
-CORPUS_KEYS = {"src", "tgt", "weight", "tag", "noise", "name"}
+CORPUS_KEYS = {"src", "tgt", "weight", "tag", "noise", "name", "src_lang", "tgt_lang"}
 
 
 def corpus_entries(data_cfg: DictConfig) -> list[tuple[str, Any]]:
@@ -114,6 +115,7 @@ def training_corpora(data_cfg: DictConfig) -> list[CorpusSpec]:
     would end at once with an untrained best.pt)."""
     entries = corpus_entries(data_cfg)
     corpora = [_corpus(entry, f"data.{key}") for key, entry in entries]
+    _check_languages(corpora, [f"data.{key}" for key, _ in entries], data_cfg)
     if not any(corpus.weight > 0 for corpus in corpora):
         zeros = ", ".join(f"data.{key}.weight=0" for key, _ in entries)
         raise UserError(f"{zeros}: an epoch holds no pairs, so nothing would be trained; give at least one "
@@ -141,9 +143,46 @@ def _corpus(entry: Any, where: str) -> CorpusSpec:
         noise = None if noise is None else NoiseSettings(**OmegaConf.to_container(noise, resolve=True))
     except TypeError as error:
         raise UserError(f"{where}.noise: {error}; it takes drop, mask and shuffle_distance") from None
+    languages = [entry.get(key) for key in ("src_lang", "tgt_lang")]
+    for key, code in zip(("src_lang", "tgt_lang"), languages):
+        if code is not None:
+            language_token(str(code))  # a code that cannot name a token: a one-line error
     return CorpusSpec(src=str(_path(entry.src)), tgt=str(_path(entry.tgt)), weight=weight,
                       tag=None if tag is None else str(tag), noise=noise,
-                      name=str(entry.get("name") or Path(str(entry.src)).stem))  # fmt: skip
+                      name=str(entry.get("name") or Path(str(entry.src)).stem),
+                      src_lang=None if languages[0] is None else str(languages[0]),
+                      tgt_lang=None if languages[1] is None else str(languages[1]))  # fmt: skip
+
+
+def _check_languages(corpora: list[CorpusSpec], where: list[str], data_cfg: DictConfig) -> None:
+    """A multilingual run names both languages of every corpus and of the dev set, and gives no corpus a
+    source tag besides its language (one token starts a source)."""
+    if not any(corpus.src_lang or corpus.tgt_lang for corpus in corpora):
+        if dev_languages(data_cfg) is not None:
+            raise UserError("data.dev names src_lang/tgt_lang but no training corpus does; name them on "
+                            "every corpus of data.train for a multilingual run, or on none")  # fmt: skip
+        return
+    for corpus, place in zip(corpora, where):
+        if not (corpus.src_lang and corpus.tgt_lang):
+            raise UserError(f"{place} needs src_lang and tgt_lang: in a multilingual run every corpus names "
+                            "both (e.g. {src: FILE, tgt: FILE, src_lang: en, tgt_lang: es})")  # fmt: skip
+        if corpus.tag:
+            raise UserError(f"{place}.tag={corpus.tag!r}: a multilingual run's sources start with their "
+                            "language token; drop the tag")  # fmt: skip
+    if dev_languages(data_cfg) is None:
+        raise UserError("a multilingual run validates one direction: give data.dev its src_lang and "
+                        "tgt_lang too")  # fmt: skip
+
+
+def dev_languages(data_cfg: DictConfig) -> tuple[str, str] | None:
+    """(src_lang, tgt_lang) of data.dev in a multilingual run, or None."""
+    dev = data_cfg.get("dev")
+    codes = (dev.get("src_lang"), dev.get("tgt_lang")) if isinstance(dev, DictConfig) else (None, None)
+    if codes == (None, None):
+        return None
+    if None in codes:
+        raise UserError("data.dev needs both src_lang and tgt_lang, or neither")
+    return str(codes[0]), str(codes[1])
 
 
 def transform_splits(data_cfg: DictConfig) -> list[str]:

@@ -303,14 +303,18 @@ def build_validator(
 ) -> Validator:
     search = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
     has_cross_attention = model_family(cfg.model) == ENCODER_DECODER
+    src_tokenizer, tgt_tokenizer = data.corpus.src_tokenizer, data.corpus.tgt_tokenizer
+    if data.corpus.dev_languages is not None:  # the dev direction's target token is forced, as translate does
+        src_tokenizer = src_tokenizer.for_language(data.corpus.dev_languages[0])
+        tgt_tokenizer = tgt_tokenizer.for_language(data.corpus.dev_languages[1])
     return Validator(
         dev=data.corpus.dev,
         dev_batches=data.dev_batches,
         make_batch=data.make_dev_batch,
         dev_src_texts=data.corpus.dev_src_texts,
         dev_ref_texts=data.corpus.dev_ref_texts,
-        src_tokenizer=data.corpus.src_tokenizer,
-        tgt_tokenizer=data.corpus.tgt_tokenizer,
+        src_tokenizer=src_tokenizer,
+        tgt_tokenizer=tgt_tokenizer,
         loss_fn=loss_fn,
         device=device,
         precision=precision,

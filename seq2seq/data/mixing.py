@@ -37,6 +37,8 @@ class CorpusSpec:
     tag: str | None = None  # a token put before every source of this corpus (e.g. <bt>), or None
     noise: NoiseSettings | None = None  # source-side noise while training, or None
     name: str = ""  # shown in logs; defaults to the source file's name
+    src_lang: str | None = None  # a multilingual run's source language: its token starts every source
+    tgt_lang: str | None = None  # ... and target language: its token starts every target
 
     @property
     def label(self) -> str:
@@ -61,17 +63,24 @@ class MixedCorpus:
         tag_ids: Sequence[int | None],
         noises: Sequence[SourceNoise | None],
         names: Sequence[str],
+        tgt_tag_ids: Sequence[int | None] | None = None,
     ) -> None:
         if not parts or not len(parts) == len(weights) == len(tag_ids) == len(noises) == len(names):
             raise ValueError("one weight, tag, noise and name per corpus")
         self.parts, self.weights = list(parts), [float(w) for w in weights]
         self.tag_ids, self.noises, self.names = list(tag_ids), list(noises), list(names)
+        # a token put before every target of a corpus (a multilingual run's target language), or None
+        self.tgt_tag_ids = list(tgt_tag_ids) if tgt_tag_ids is not None else [None] * len(parts)
+        if len(self.tgt_tag_ids) != len(parts):
+            raise ValueError("one target tag per corpus")
         sizes = np.array([len(part) for part in parts], dtype=np.int64)
         self.starts = np.concatenate([[0], np.cumsum(sizes)])  # (C + 1,) first index of each corpus
         self.src_lengths = np.concatenate(
             [part.src_lengths + (tag is not None) for part, tag in zip(parts, tag_ids)]
         ).astype(np.int32)
-        self.tgt_lengths = np.concatenate([part.tgt_lengths for part in parts]).astype(np.int32)
+        self.tgt_lengths = np.concatenate(
+            [part.tgt_lengths + (tag is not None) for part, tag in zip(parts, self.tgt_tag_ids)]
+        ).astype(np.int32)
         self._check_composition(sizes.tolist())
 
     def _check_composition(self, sizes: list[int]) -> None:
@@ -122,9 +131,11 @@ class MixedCorpus:
         noise = self.noises[corpus]
         if noise is not None and epoch is not None:
             src = noise(src, np.random.default_rng([seed, epoch, int(virtual), 7]))
-        tag = self.tag_ids[corpus]
+        tag, tgt_tag = self.tag_ids[corpus], self.tgt_tag_ids[corpus]
         if tag is not None:
             src = np.concatenate([np.array([tag], dtype=src.dtype), src])
+        if tgt_tag is not None:
+            tgt = np.concatenate([np.array([tgt_tag], dtype=tgt.dtype), tgt])
         return src, tgt
 
     @property
@@ -133,16 +144,17 @@ class MixedCorpus:
         return any(part.links is not None for part in self.parts)
 
     def example_links(self, virtual: int) -> np.ndarray | None:
-        """The (source, target) token links of the pair a virtual index names, as `example` gives it (the
-        tag shifts the source), or None: its corpus has no links, or noise (which moves source tokens)."""
+        """The (source, target) token links of the pair a virtual index names, as `example` gives it (tags
+        shift their side), or None: its corpus has no links, or noise (which moves source tokens)."""
         index = int(virtual) % len(self)
         corpus = self.corpus_of(index)
         if self.noises[corpus] is not None:
             return None
         links = self.parts[corpus].links_of(index - int(self.starts[corpus]))
-        if links is None or self.tag_ids[corpus] is None:
+        shift = [int(self.tag_ids[corpus] is not None), int(self.tgt_tag_ids[corpus] is not None)]
+        if links is None or not any(shift):
             return links
-        return links + np.array([1, 0], dtype=links.dtype)
+        return links + np.array(shift, dtype=links.dtype)
 
     def epoch_indices(self, seed: int, epoch: int) -> np.ndarray:
         """The virtual indices of one epoch's composition (int64, grouped by corpus; the sampler sorts)."""

@@ -24,6 +24,7 @@ from seq2seq.data.mixing import CorpusSpec, MixedCorpus, noise_for, temperature_
 from seq2seq.data.noise import word_starts
 from seq2seq.data.piece_links import VERSION as LINKS_VERSION
 from seq2seq.data.piece_links import corpus_links
+from seq2seq.data.tokenizer import language_token
 from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.data.vocabulary import (
     DEFAULT_TOKENIZER,
@@ -44,11 +45,12 @@ class TrainingData:
     src_tokenizer: TextTokenizer
     tgt_tokenizer: TextTokenizer
     train: MixedCorpus  # every training corpus, with weights, tags and noise
-    dev: ParallelDataset
+    dev: ParallelDataset | MixedCorpus  # a MixedCorpus when language tokens start its sides
     dev_src_texts: list[str]  # normalised source of each dev pair, in dataset order
     dev_ref_texts: list[str]  # normalised reference of each dev pair, in dataset order
     tokenizer_paths: list[Path]  # the sentencepiece model file(s) saved in out_dir (or the cache)
     stats: dict[str, dict[str, int]] = field(default_factory=dict)  # per split: pairs, words, ...
+    dev_languages: tuple[str, str] | None = None  # a multilingual run's dev direction (src, tgt)
 
     @property
     def joint(self) -> bool:
@@ -113,6 +115,7 @@ def prepare_training_data(
     progress: bool = True,
     alignment: bool = False,
     temperature: float | None = None,
+    dev_languages: tuple[str, str] | None = None,
 ) -> TrainingData:
     """Tokenizer(s) (also saved in ``out_dir`` when given), the filtered training set and the dev set.
 
@@ -132,6 +135,9 @@ def prepare_training_data(
     by eflomal into the cache on a miss (data/piece_links.py).
     ``temperature``: the corpora's shares of an epoch follow their filtered sizes to the power 1/T
     (mixing.temperature_weights) instead of their weights, which must then be left at 1.
+    A multilingual run (corpora with ``src_lang`` / ``tgt_lang``): the tokenizer gets a token per
+    language (``__es__``: tokenizer.language_token), which starts each source and each target of its
+    language; ``dev_languages`` (src, tgt) are the dev set's, whose pairs start with them too.
     """
     if alignment and cache_dir is None:
         raise UserError("data.alignment needs data.cache_dir: the word links are written there")
@@ -150,7 +156,7 @@ def prepare_training_data(
         src_tok, tgt_tok, paths = tokenizers_for(
             specs[0].src, specs[0].tgt, out=out, settings=tokenizer, encoding_errors=encoding_errors,
             cache_dir=cache_dir, num_threads=num_threads, more_pairs=[spec.pair for spec in specs[1:]],
-            user_symbols=[spec.tag for spec in specs if spec.tag],
+            user_symbols=[spec.tag for spec in specs if spec.tag] + _language_tokens(specs, dev_languages),
         )  # fmt: skip
     split = partial(
         _encoded_split, tokenizers=(src_tok, tgt_tok), encoding_errors=encoding_errors, cache_dir=cache_dir,
@@ -161,12 +167,16 @@ def prepare_training_data(
         specs = _tempered(specs, [len(part[0]) for part in parts], temperature)
     train = _mixed(specs, [part[0] for part in parts], src_tok)
     dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_token_ratio=None))
+    if dev_languages is not None:
+        dev = _mixed([CorpusSpec(str(dev_src), str(dev_tgt), name="dev", src_lang=dev_languages[0],
+                                 tgt_lang=dev_languages[1])], [dev], src_tok)  # fmt: skip
     dev_src_texts, dev_ref_texts = read_parallel(dev_src, dev_tgt, encoding_errors=encoding_errors)
     return TrainingData(
         src_tokenizer=src_tok, tgt_tokenizer=tgt_tok, train=train, dev=dev,
         dev_src_texts=[dev_src_texts[i] for i in dev_keep],
         dev_ref_texts=[dev_ref_texts[i] for i in dev_keep], tokenizer_paths=paths,
         stats={**_train_stats(specs, [part[2] for part in parts]), "dev": dev_stats.as_dict()},
+        dev_languages=dev_languages,
     )  # fmt: skip
 
 
@@ -195,20 +205,31 @@ def _alignable(spec: CorpusSpec) -> bool:
 def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: TextTokenizer) -> MixedCorpus:
     """The corpora as one MixedCorpus: tags as piece ids (whole pieces: the tokenizer was trained so)."""
     starts = word_starts(tokenizer.pieces_of_vocabulary()) if any(s.noise for s in specs) else None
-    tag_ids = [None if spec.tag is None else tokenizer.piece_to_id(spec.tag) for spec in specs]
-    for spec, tag_id, dataset in zip(specs, tag_ids, datasets):
-        if tag_id == tokenizer.unk_id:
-            raise UserError(f"tag {spec.tag!r} of {spec.label} is not a piece of the tokenizer; "
+    tags = [language_token(spec.src_lang) if spec.src_lang else spec.tag for spec in specs]
+    tgt_tags = [language_token(spec.tgt_lang) if spec.tgt_lang else None for spec in specs]
+    tag_ids = [None if tag is None else tokenizer.piece_to_id(tag) for tag in tags]
+    tgt_tag_ids = [None if tag is None else tokenizer.piece_to_id(tag) for tag in tgt_tags]
+    for spec, tag, tag_id in [*zip(specs, tags, tag_ids), *zip(specs, tgt_tags, tgt_tag_ids)]:
+        if tag is not None and tag_id == tokenizer.unk_id:
+            raise UserError(f"tag {tag!r} of {spec.label} is not a piece of the tokenizer; "
                             "retrain it (a new run) with this tag in data.train")  # fmt: skip
-        if spec.weight != 1.0 or spec.tag or spec.noise or len(specs) > 1:
-            log.info("training corpus %s: %d pairs, weight %g, tag %s, noise %s", spec.label,
-                     len(dataset), spec.weight, spec.tag, spec.noise)  # fmt: skip
+    for spec, dataset in zip(specs, datasets):
+        if spec.weight != 1.0 or spec.tag or spec.noise or spec.tgt_lang or len(specs) > 1:
+            direction = f", {spec.src_lang}->{spec.tgt_lang}" if spec.tgt_lang else ""
+            log.info("training corpus %s: %d pairs%s, weight %g, tag %s, noise %s", spec.label,
+                     len(dataset), direction, spec.weight, spec.tag, spec.noise)  # fmt: skip
     noises = [
         None if starts is None else noise_for(spec.noise, word_start=starts, mask_id=tokenizer.unk_id)
         for spec in specs
     ]
     return MixedCorpus(datasets, weights=[s.weight for s in specs], tag_ids=tag_ids, noises=noises,
-                       names=[spec.label for spec in specs])  # fmt: skip
+                       names=[spec.label for spec in specs], tgt_tag_ids=tgt_tag_ids)  # fmt: skip
+
+
+def _language_tokens(specs: list[CorpusSpec], dev_languages: tuple[str, str] | None) -> list[str]:
+    """The language tokens of a multilingual run, sorted: one per language of a corpus or of the dev set."""
+    codes = {code for spec in specs for code in (spec.src_lang, spec.tgt_lang) if code}
+    return [language_token(code) for code in sorted(codes | set(dev_languages or ()))]
 
 
 def _train_stats(specs: list[CorpusSpec], stats: list[CorpusStats]) -> dict[str, dict[str, int]]:
