@@ -58,3 +58,24 @@ def multilingual_checkpoint(
     }
     save_checkpoint(path, payload)
     return path
+
+
+def own_multilingual_checkpoint(path: Path) -> Path:
+    """A checkpoint of a random tiny model over one of our own sentencepiece models whose user symbols are
+    the language tokens of CODES (as a multilingual seq2seq-train run makes it): no language recorded."""
+    from seq2seq.data.tokenizer import Tokenizer, language_token
+    from tiny_models import sentences
+
+    tokenizer = Tokenizer.train(sentences(400, 0), vocab_size=70, model_type="bpe",
+                                user_symbols=[language_token(code) for code in CODES])  # fmt: skip
+    model = tiny_model(tokenizer.vocab_size, seed=3, max_positions=128)
+    with torch.no_grad():
+        model.output.weight[list(tokenizer.languages.values())] *= 0.3  # rarely chosen freely
+    payload = {
+        "model": model.state_dict(),
+        "model_config": model.config,
+        "step": 1,
+        "tokenizer": {"src": tokenizer.to_bytes(), "tgt": None},
+    }
+    save_checkpoint(path, payload)
+    return path
