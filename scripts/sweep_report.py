@@ -69,6 +69,20 @@ def measured(job: dict | None) -> list[str]:
     ]
 
 
+def directions_of(jobs: list[dict]) -> list[str]:
+    """The dev directions of multilingual jobs (summary.json's dev_directions), in order of appearance."""
+    names: list[str] = []
+    for job in jobs:
+        names += [name for name in (job.get("dev_directions") or {}) if name not in names]
+    return names
+
+
+def direction_cells(job: dict | None, names: list[str]) -> list[str]:
+    """A multilingual job's dev BLEU per direction (the objective is their mean); blank where absent."""
+    scores = (job or {}).get("dev_directions") or {}
+    return [f"{scores[name]['bleu']:.2f}" if "bleu" in scores.get(name, {}) else "" for name in names]
+
+
 # ----------------------------------------------------------------------------- grid sweeps
 
 
@@ -78,14 +92,15 @@ def differing_keys(jobs: list[dict]) -> list[str]:
 
 
 def table_rows(jobs: list[dict]) -> tuple[list[str], list[list[str]]]:
-    keys = differing_keys(jobs)
-    header = keys + ["best dev BLEU", *MEASURED]
+    keys, directions = differing_keys(jobs), directions_of(jobs)
+    objective = "best dev BLEU (mean of directions)" if directions else "best dev BLEU"
+    header = keys + [objective, *(f"dev BLEU {name}" for name in directions), *MEASURED]
     rows = []
     for job in sorted(jobs, key=lambda j: -(j.get("best_dev_bleu") or -1)):
         bleu = job.get("best_dev_bleu")
         rows.append(
             [job["overrides"].get(k, "") for k in keys] + ["n/a" if bleu is None else f"{bleu:.2f}"]
-            + measured(job)
+            + direction_cells(job, directions) + measured(job)
         )  # fmt: skip
     return header, rows
 
@@ -215,13 +230,17 @@ def ranked(search: Search) -> list[Trial]:
 
 
 def search_table(search: Search) -> tuple[list[str], list[list[str]]]:
-    header = ["trial", "objective (dev BLEU)", *search.keys, *MEASURED, "state", "dir"]
+    directions = directions_of([trial.job for trial in search.trials if trial.job])
+    objective = "objective (mean dev BLEU of directions)" if directions else "objective (dev BLEU)"
+    header = ["trial", objective, *(f"dev BLEU {name}" for name in directions), *search.keys, *MEASURED,
+              "state", "dir"]  # fmt: skip
     rows = []
     for trial in ranked(search):
         value = "n/a" if trial.value is None else f"{trial.value:.2f}"
         settings = [short(trial.params[k]) if k in trial.params else "" for k in search.keys]
         directory = trial.job["dir"] if trial.job else ""
-        rows.append([str(trial.number), value, *settings, *measured(trial.job), trial.state, directory])
+        rows.append([str(trial.number), value, *direction_cells(trial.job, directions), *settings,
+                     *measured(trial.job), trial.state, directory])  # fmt: skip
     return header, rows
 
 

@@ -10,6 +10,7 @@ data_config.py    the `data` config group -> prepare_training_data's arguments (
 guided_alignment.py  guided alignment's settings, checked and completed before a run starts
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
 translation_output.py  what seq2seq-translate writes: columns, JSON lines, Moses n-best lines, the report
+language_columns.py  per-line src_lang/tgt_lang columns of seq2seq-translate's input (multilingual models)
 attention_output.py    alignments and attention pictures (alignment=true, attention_dir=)
 translator_config.py   a command's config -> a Translator: translate, serve, backtranslate, distill, qe-data
 text_files.py     a command's text in and out, one line per line: a file, or - for stdin / stdout

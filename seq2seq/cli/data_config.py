@@ -45,8 +45,7 @@ def prepared_corpus(
         corpora=training_corpora(data_cfg),
         transforms=cleaning_transforms(data_cfg) if "train" in splits else [],
         transform_dev="dev" in splits,
-        dev_src=_path(data_cfg.dev.src),
-        dev_tgt=_path(data_cfg.dev.tgt),
+        dev_corpora=dev_corpora(data_cfg),
         out_dir=out_dir,
         cache_dir=_path(data_cfg.cache_dir),
         encoding_errors=str(data_cfg.encoding_errors),
@@ -57,7 +56,6 @@ def prepared_corpus(
         filters=filter_settings(data_cfg.filter),
         alignment=alignment_setting(data_cfg),
         temperature=temperature_setting(data_cfg),
-        dev_languages=dev_languages(data_cfg),
     )
 
 
@@ -149,16 +147,24 @@ def _corpus(entry: Any, where: str) -> CorpusSpec:
             language_token(str(code))  # a code that cannot name a token: a one-line error
     return CorpusSpec(src=str(_path(entry.src)), tgt=str(_path(entry.tgt)), weight=weight,
                       tag=None if tag is None else str(tag), noise=noise,
-                      name=str(entry.get("name") or Path(str(entry.src)).stem),
+                      name=str(entry.get("name") or _default_name(entry.src, *languages)),
                       src_lang=None if languages[0] is None else str(languages[0]),
                       tgt_lang=None if languages[1] is None else str(languages[1]))  # fmt: skip
 
 
+def _default_name(src: Any, src_lang: Any, tgt_lang: Any) -> str:
+    """A corpus's name in logs and stats: its source file's stem (train), with its direction in a
+    multilingual run (train.en-es), where one file pair often serves both directions."""
+    stem = Path(str(src)).stem
+    return f"{stem}.{src_lang}-{tgt_lang}" if src_lang and tgt_lang else stem
+
+
 def _check_languages(corpora: list[CorpusSpec], where: list[str], data_cfg: DictConfig) -> None:
-    """A multilingual run names both languages of every corpus and of the dev set, and gives no corpus a
+    """A multilingual run names both languages of every corpus and of each dev set, and gives no corpus a
     source tag besides its language (one token starts a source)."""
+    directions = dev_directions(data_cfg)
     if not any(corpus.src_lang or corpus.tgt_lang for corpus in corpora):
-        if dev_languages(data_cfg) is not None:
+        if directions:
             raise UserError("data.dev names src_lang/tgt_lang but no training corpus does; name them on "
                             "every corpus of data.train for a multilingual run, or on none")  # fmt: skip
         return
@@ -169,20 +175,78 @@ def _check_languages(corpora: list[CorpusSpec], where: list[str], data_cfg: Dict
         if corpus.tag:
             raise UserError(f"{place}.tag={corpus.tag!r}: a multilingual run's sources start with their "
                             "language token; drop the tag")  # fmt: skip
-    if dev_languages(data_cfg) is None:
-        raise UserError("a multilingual run validates one direction: give data.dev its src_lang and "
-                        "tgt_lang too")  # fmt: skip
+    if not directions:
+        raise UserError("a multilingual run validates named directions: give data.dev its src_lang and "
+                        "tgt_lang too, or make it a list with one dev set per direction")  # fmt: skip
 
 
-def dev_languages(data_cfg: DictConfig) -> tuple[str, str] | None:
-    """(src_lang, tgt_lang) of data.dev in a multilingual run, or None."""
-    dev = data_cfg.get("dev")
-    codes = (dev.get("src_lang"), dev.get("tgt_lang")) if isinstance(dev, DictConfig) else (None, None)
-    if codes == (None, None):
-        return None
-    if None in codes:
-        raise UserError("data.dev needs both src_lang and tgt_lang, or neither")
-    return str(codes[0]), str(codes[1])
+DEV_KEYS = {"src", "tgt", "src_lang", "tgt_lang", "name"}
+
+
+def split_entries(data_cfg: DictConfig, split: str = "dev") -> list[tuple[str, DictConfig]]:
+    """(config key, entry) of every dev (or test) set: `data.<split>` (a mapping {src, tgt[, src_lang,
+    tgt_lang]}), or each entry of it as a list, one per direction of a multilingual run. A test split
+    may be absent (no entries); a dev split may not."""
+    value = data_cfg.get(split)
+    entries: list[tuple[str, Any]] = []
+    if isinstance(value, DictConfig) and (split == "dev" or value.get("src") is not None):
+        entries = [(split, value)]
+    elif isinstance(value, ListConfig | list):
+        entries = [(f"{split}[{i}]", entry) for i, entry in enumerate(value)]
+    if not entries and split == "dev":
+        raise UserError("data.dev must be {src: FILE, tgt: FILE}, or in a multilingual run a list of them, "
+                        "one per direction, each with src_lang and tgt_lang")  # fmt: skip
+    for key, entry in entries:
+        if not isinstance(entry, DictConfig) or entry.get("src") is None or entry.get("tgt") is None:
+            raise UserError(f"data.{key} must name its files: {{src: FILE, tgt: FILE}} (plus src_lang, "
+                            "tgt_lang in a multilingual run)")  # fmt: skip
+        unknown = sorted(set(entry.keys()) - DEV_KEYS)
+        if unknown:
+            raise UserError(f"data.{key} has unknown keys {unknown}; a {split} set takes {sorted(DEV_KEYS)}")
+    return entries
+
+
+def dev_entries(data_cfg: DictConfig) -> list[tuple[str, DictConfig]]:
+    """(config key, entry) of every dev set (split_entries)."""
+    return split_entries(data_cfg, "dev")
+
+
+def dev_corpora(data_cfg: DictConfig, split: str = "dev") -> list[CorpusSpec]:
+    """The dev (or test) sets (split_entries), checked: each names both languages or neither; a list of
+    several is one set per direction, each direction once. Validation scores each dev direction and their
+    mean (the run's objective)."""
+    entries = split_entries(data_cfg, split)
+    specs = []
+    for key, entry in entries:
+        codes = [entry.get("src_lang"), entry.get("tgt_lang")]
+        if (codes[0] is None) != (codes[1] is None):
+            raise UserError(f"data.{key} needs both src_lang and tgt_lang, or neither")
+        for code in codes:
+            if code is not None:
+                language_token(str(code))  # a code that cannot name a token: a one-line error
+        src_lang, tgt_lang = (None, None) if codes[0] is None else (str(codes[0]), str(codes[1]))
+        name = entry.get("name") or (f"{src_lang}-{tgt_lang}" if src_lang else split)
+        specs.append(CorpusSpec(src=str(_path(entry.src)), tgt=str(_path(entry.tgt)), name=str(name),
+                                src_lang=src_lang, tgt_lang=tgt_lang))  # fmt: skip
+    if len(specs) > 1:
+        for (key, _), spec in zip(entries, specs):
+            if spec.src_lang is None:
+                raise UserError(f"data.{key} needs src_lang and tgt_lang: a list of {split} sets holds one "
+                                "per direction of a multilingual run")  # fmt: skip
+        seen: set[str] = set()
+        for spec in specs:
+            if spec.label in seen:
+                raise UserError(f"data.{split} lists {spec.label} twice; give each direction one {split} set "
+                                "(put its files together) or each entry its own name")  # fmt: skip
+            seen.add(spec.label)
+    return specs
+
+
+def dev_directions(data_cfg: DictConfig) -> list[tuple[str, str]]:
+    """(src_lang, tgt_lang) of each dev set in a multilingual run, in order; [] in a run of one pair (or
+    with no data.dev yet: the dev files are checked where they are read)."""
+    specs = dev_corpora(data_cfg) if data_cfg.get("dev") is not None else []
+    return [(spec.src_lang, spec.tgt_lang) for spec in specs if spec.src_lang and spec.tgt_lang]
 
 
 def transform_splits(data_cfg: DictConfig) -> list[str]:

@@ -16,7 +16,7 @@ import hydra
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, prepared_corpus
+from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, dev_corpora, prepared_corpus, training_corpora
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.renamed_keys import accept_deprecated_keys
 from seq2seq.cli.setting_checks import progress_bar_setting
@@ -41,18 +41,11 @@ def prepare(cfg: DictConfig) -> dict[str, Any]:
             raise UserError(f"data.recipe._target_={target!r} is not allowed; recipes must live in seq2seq.*")
         log.info("building %s in %s with %s", data.name, out_dir, target)
         instantiate(recipe)(out_dir=out_dir, force=bool(cfg.force), progress=progress)
-    for split in ("train", "dev"):
-        if data.get(split) is None or data[split].get("src") is None:
-            raise UserError(
-                "the data config must name train and dev files (data.train.src, data.dev.src, ...)"
-            )
-        for path in (data[split].src, data[split].tgt):
-            open_corpus_file(to_absolute_path(str(path))).close()  # a missing file: one line naming it
+    for spec in training_corpora(data) + dev_corpora(data):  # named, with valid settings
+        for path in spec.pair:
+            open_corpus_file(path).close()  # a missing file: one line naming it
     corpus = prepared_corpus(data, out_dir=None, progress=progress)
-    report = dict(corpus.stats)
-    test = _test_stats(data)
-    if test is not None:
-        report["test"] = test
+    report = {**corpus.stats, **_test_stats(data)}
     for split, stats in report.items():
         log.info("%s: %s", split, ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in stats.items()))
     log.info(
@@ -63,19 +56,24 @@ def prepare(cfg: DictConfig) -> dict[str, Any]:
     return report
 
 
-def _test_stats(data: DictConfig) -> dict[str, int] | None:
-    """Sizes of the test split, read through once; None when the config names no test files."""
-    paths = data.get("test")
-    if paths is None or paths.get("src") is None:
-        return None
-    src_path, tgt_path = Path(to_absolute_path(str(paths.src))), Path(to_absolute_path(str(paths.tgt)))
-    if not src_path.exists() and not tgt_path.exists():
-        log.info("no test files (%s, %s); skipping", src_path, tgt_path)
-        return None
-    stats = CorpusStats()
-    for source, target in iter_parallel(src_path, tgt_path, encoding_errors=str(data.encoding_errors)):
-        stats.add(source, target)
-    return stats.as_dict()
+def _test_stats(data: DictConfig) -> dict[str, dict[str, int]]:
+    """Sizes of the test split (each direction's too, when it lists several), read through once; {} when
+    the config names no test files or they do not exist."""
+    report: dict[str, dict[str, int]] = {}
+    total, found = CorpusStats(), False
+    specs = dev_corpora(data, "test")
+    for spec in specs:
+        if not Path(spec.src).exists() and not Path(spec.tgt).exists():
+            log.info("no test files (%s, %s); skipping", spec.src, spec.tgt)
+            continue
+        stats = CorpusStats()
+        for source, target in iter_parallel(spec.src, spec.tgt, encoding_errors=str(data.encoding_errors)):
+            stats.add(source, target)
+        total.merge(stats)
+        found = True
+        if len(specs) > 1:
+            report[f"test[{spec.label}]"] = stats.as_dict()
+    return {"test": total.as_dict(), **report} if found else {}
 
 
 @accept_deprecated_keys(DEPRECATED_DATA_KEYS)

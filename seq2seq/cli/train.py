@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, corpus_entries, training_corpora
+from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, corpus_entries, dev_entries, training_corpora
 from seq2seq.cli.finetuning import starting_point
 from seq2seq.cli.guided_alignment import check_guided_alignment
 from seq2seq.cli.hydra_records import write_hydra_records
@@ -47,7 +48,7 @@ from seq2seq.model import check_embedding_sharing, count_parameters
 from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
 from seq2seq.nn.linear import bound_onednn_caches
 from seq2seq.train import distributed
-from seq2seq.train.fingerprint import CORPUS_FILES, run_fingerprint
+from seq2seq.train.fingerprint import run_fingerprint
 from seq2seq.train.finish import FinishSettings, finish_run, objective
 from seq2seq.train.freezing import freeze_parameters
 from seq2seq.train.init_from import StartingPoint, build_starting_model
@@ -62,7 +63,7 @@ from seq2seq.train.run_dir import (
 )
 from seq2seq.train.schedules import ScheduledLR
 from seq2seq.train.snapshots import Snapshots
-from seq2seq.train.validation import Validator
+from seq2seq.train.validation import DevDirection, Validator, direction_key
 
 log = logging.getLogger("seq2seq.train")
 
@@ -210,7 +211,8 @@ def finish_and_summarise(
             run_dir, model, trainer.validate_fn, finish, step=state.step,
             dev_pairs=(len(data.corpus.dev_src_texts), int(data.corpus.stats["dev"]["pairs"])),
         )  # fmt: skip
-    write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, finished)
+    directions = [name for name, _ in data.corpus.dev_direction_ranges]
+    write_summary(run_dir, cfg, state, count_parameters(model), trainer.reporter, finished, directions)
     release_run_directory(run_dir)
     return finished
 
@@ -226,9 +228,9 @@ def exit_if_stopped(trainer: Trainer) -> None:
 
 def corpus_files(data: DictConfig) -> dict[str, Path]:
     """The training and dev files the run's fingerprint hashes, as seq2seq.cli.data_config reads them."""
-    corpora = [key for key, _ in corpus_entries(data)]  # "train" alone keeps the names older runs hashed
-    names = [f"{key}.{side}" for key in corpora for side in ("src", "tgt")] + list(CORPUS_FILES[2:])
-    return {name: Path(hydra.utils.to_absolute_path(str(OmegaConf.select(data, name)))) for name in names}
+    entries = corpus_entries(data) + dev_entries(data)  # "train" and "dev" alone keep older runs' names
+    return {f"{key}.{side}": Path(hydra.utils.to_absolute_path(str(entry[side])))
+            for key, entry in entries for side in ("src", "tgt")}  # fmt: skip
 
 
 def build_run_model(
@@ -304,9 +306,11 @@ def build_validator(
     search = SearchOptions.from_config(OmegaConf.to_container(cfg.decode))
     has_cross_attention = model_family(cfg.model) == ENCODER_DECODER
     src_tokenizer, tgt_tokenizer = data.corpus.src_tokenizer, data.corpus.tgt_tokenizer
-    if data.corpus.dev_languages is not None:  # the dev direction's target token is forced, as translate does
-        src_tokenizer = src_tokenizer.for_language(data.corpus.dev_languages[0])
-        tgt_tokenizer = tgt_tokenizer.for_language(data.corpus.dev_languages[1])
+    directions = [  # each dev direction's target token is forced, as translate does
+        DevDirection(name, indices, tgt_tokenizer.for_language(tgt_lang).prefix)
+        for (name, indices), (_, tgt_lang) in zip(data.corpus.dev_direction_ranges,
+                                                  data.corpus.dev_directions)  # fmt: skip
+    ]
     return Validator(
         dev=data.corpus.dev,
         dev_batches=data.dev_batches,
@@ -324,6 +328,7 @@ def build_validator(
         max_sentences=command.validate_max_sentences,
         n_samples=command.sample_translations,
         attention_plot=command.attention_plot and has_cross_attention,  # a decoder-only model has none
+        directions=directions,
     )
 
 
@@ -334,8 +339,10 @@ def write_summary(
     n_params: int,
     reporter: Reporter,
     finished: dict[str, Any] | None = None,
+    directions: Sequence[str] = (),
 ) -> None:
-    """summary.json: what a sweep report and the quickstart read back; `finished`: finish_run's parts."""
+    """summary.json: what a sweep report and the quickstart read back; `finished`: finish_run's parts;
+    `directions`: a multilingual run's dev directions (en-es, ...), whose scores it lists apart."""
     overrides = list(HydraConfig.get().overrides.task)
     finished = finished or {}
     final = finished.get("final")
@@ -361,6 +368,10 @@ def write_summary(
         # trainer.tune_decoding: the decoding settings stored in the chosen checkpoint, how they were chosen
         "decoding": finished.get("decoding"),
         "finish_seconds": finished.get("finish_seconds"),  # averaging, choosing and tuning
+        # a multilingual run's (else null): each dev direction's BLEU/chrF where the objective was measured
+        # (the final choice's whole dev set, else the best validation); the objective is their mean
+        "dev_directions": (direction_scores(objective_record(final, state), directions) if directions
+                           else None),  # fmt: skip
     }
     with atomic_output(run_dir / "summary.json", "w", encoding="utf-8") as handle:
         handle.write(json.dumps(summary, indent=2))
@@ -371,6 +382,27 @@ def write_summary(
         "n/a" if state.best_bleu is None else f"{state.best_bleu:.2f}",
         run_dir,
     )
+
+
+def objective_record(final: dict[str, Any] | None, state: Any) -> dict[str, Any]:
+    """The scores the run's objective comes from: the final choice's record, else the (last) validation
+    that reached the best dev BLEU; {} when there is none."""
+    if final:
+        candidates = final.get("candidates", {}).values()
+        chosen = [r for r in candidates if r.get("checkpoint") == final["checkpoint"]]
+        if chosen:
+            return chosen[0]
+    best = [r for r in state.history if state.best_bleu is not None and r.get("bleu") == state.best_bleu]
+    return best[-1] if best else {}
+
+
+def direction_scores(record: dict[str, Any], directions: Sequence[str]) -> dict[str, dict[str, float]]:
+    """{"en-es": {"bleu": ..., "chrf": ...}, ...} from a validation record's per-direction keys."""
+    return {
+        name: {metric: record[direction_key(metric, name)] for metric in ("bleu", "chrf")
+               if direction_key(metric, name) in record}
+        for name in directions
+    }  # fmt: skip
 
 
 @accept_deprecated_keys(DEPRECATED_DATA_KEYS)

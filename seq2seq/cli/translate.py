@@ -12,6 +12,8 @@ plus " ||| confidence" with confidence=true (tsv).
 A multilingual model (M2M100, NLLB) translates from src_lang into tgt_lang (language codes such as
 eng_Latn and spa_Latn; default: those recorded when it was imported):
 seq2seq-translate checkpoint=nllb.pt tgt_lang=spa_Latn input=test.en
+With language_columns=[tgt_lang] (or [src_lang,tgt_lang]) each input line names its own languages in
+leading tab-separated columns ("es<TAB>God is love."; seq2seq.cli.language_columns).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from seq2seq.cli.attention_output import check_attention_settings
+from seq2seq.cli.language_columns import encode_per_language, language_columns_setting, split_language_columns
 from seq2seq.cli.launch import config_dir, exit_on_user_error
 from seq2seq.cli.renamed_keys import accept_deprecated_keys
 from seq2seq.cli.setting_checks import progress_bar_setting
@@ -70,7 +73,12 @@ def translate(cfg: DictConfig) -> None:
         translate_file(cfg, translator)
         return
     lines = read_lines(str(cfg.input), cfg.encoding_errors)
-    given = encode_input(cfg, translator, lines)
+    columns = language_columns_setting(cfg)
+    if columns:
+        lines, languages = split_language_columns(lines, columns, cfg)
+        given = SearchInput(*encode_per_language(translator, lines, languages), constraints=None, avoid=None)
+    else:
+        given = encode_input(cfg, translator, lines)
     log.info("translating %d lines (%d pieces) with %s on %s", len(lines), len(given.encoded.sources),
              translator.options.describe(), translator.device)  # fmt: skip
     start = time.perf_counter()

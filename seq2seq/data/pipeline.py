@@ -45,12 +45,22 @@ class TrainingData:
     src_tokenizer: TextTokenizer
     tgt_tokenizer: TextTokenizer
     train: MixedCorpus  # every training corpus, with weights, tags and noise
-    dev: ParallelDataset | MixedCorpus  # a MixedCorpus when language tokens start its sides
+    dev: ParallelDataset | MixedCorpus  # a MixedCorpus (its dev sets end to end) when languages are named
     dev_src_texts: list[str]  # normalised source of each dev pair, in dataset order
     dev_ref_texts: list[str]  # normalised reference of each dev pair, in dataset order
     tokenizer_paths: list[Path]  # the sentencepiece model file(s) saved in out_dir (or the cache)
     stats: dict[str, dict[str, int]] = field(default_factory=dict)  # per split: pairs, words, ...
-    dev_languages: tuple[str, str] | None = None  # a multilingual run's dev direction (src, tgt)
+    # a multilingual run's dev directions (src, tgt), one per dev set of `dev` in order; [] for one pair
+    dev_directions: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def dev_direction_ranges(self) -> list[tuple[str, range]]:
+        """("en-es", the dev indices of that direction) per dev direction; [] in a run of one pair."""
+        if not self.dev_directions or not isinstance(self.dev, MixedCorpus):
+            return []
+        starts = self.dev.starts.tolist()
+        return [(f"{src}-{tgt}", range(starts[i], starts[i + 1]))
+                for i, (src, tgt) in enumerate(self.dev_directions)]  # fmt: skip
 
     @property
     def joint(self) -> bool:
@@ -102,8 +112,9 @@ def prepare_training_data(
     corpora: Sequence[CorpusSpec] = (),
     transforms: Sequence[Any] = (),
     transform_dev: bool = False,
-    dev_src: str | Path,
-    dev_tgt: str | Path,
+    dev_src: str | Path | None = None,
+    dev_tgt: str | Path | None = None,
+    dev_corpora: Sequence[CorpusSpec] = (),
     out_dir: str | Path | None,
     tokenizer: TokenizerSettings = DEFAULT_TOKENIZER,
     given_tokenizers: GivenTokenizers | None = None,
@@ -115,7 +126,6 @@ def prepare_training_data(
     progress: bool = True,
     alignment: bool = False,
     temperature: float | None = None,
-    dev_languages: tuple[str, str] | None = None,
 ) -> TrainingData:
     """Tokenizer(s) (also saved in ``out_dir`` when given), the filtered training set and the dev set.
 
@@ -137,17 +147,19 @@ def prepare_training_data(
     (mixing.temperature_weights) instead of their weights, which must then be left at 1.
     A multilingual run (corpora with ``src_lang`` / ``tgt_lang``): the tokenizer gets a token per
     language (``__es__``: tokenizer.language_token), which starts each source and each target of its
-    language; ``dev_languages`` (src, tgt) are the dev set's, whose pairs start with them too.
+    language. ``dev_corpora`` (instead of ``dev_src``/``dev_tgt``): the dev set(s); in a multilingual run
+    one per direction, with their languages, whose pairs start with those tokens too (one dev set after
+    the other in ``dev``; TrainingData.dev_direction_ranges).
     """
     if alignment and cache_dir is None:
         raise UserError("data.alignment needs data.cache_dir: the word links are written there")
     specs = list(corpora) or [CorpusSpec(src=str(train_src), tgt=str(train_tgt))]
-    _require_prepared(*(path for spec in specs for path in (spec.src, spec.tgt)), dev_src, dev_tgt)
+    dev_specs = list(dev_corpora) or [CorpusSpec(src=str(dev_src), tgt=str(dev_tgt), name="dev")]
+    _require_prepared(*(path for spec in specs + dev_specs for path in (spec.src, spec.tgt)))
     if transforms:
         specs = [_cleaned(spec, transforms, cache_dir, encoding_errors, progress) for spec in specs]
         if transform_dev:
-            dev_src, dev_tgt = _cleaned(CorpusSpec(str(dev_src), str(dev_tgt)), transforms, cache_dir,
-                                        encoding_errors, progress).pair  # fmt: skip
+            dev_specs = [_cleaned(s, transforms, cache_dir, encoding_errors, progress) for s in dev_specs]
     out = None if out_dir is None else Path(out_dir)
     if given_tokenizers is not None:
         src_tok, tgt_tok = given_tokenizers.src, given_tokenizers.tgt
@@ -156,27 +168,33 @@ def prepare_training_data(
         src_tok, tgt_tok, paths = tokenizers_for(
             specs[0].src, specs[0].tgt, out=out, settings=tokenizer, encoding_errors=encoding_errors,
             cache_dir=cache_dir, num_threads=num_threads, more_pairs=[spec.pair for spec in specs[1:]],
-            user_symbols=[spec.tag for spec in specs if spec.tag] + _language_tokens(specs, dev_languages),
+            user_symbols=[spec.tag for spec in specs if spec.tag] + _language_tokens(specs + dev_specs),
         )  # fmt: skip
     split = partial(
         _encoded_split, tokenizers=(src_tok, tgt_tok), encoding_errors=encoding_errors, cache_dir=cache_dir,
         progress=progress, workers=workers,
     )  # fmt: skip
-    parts = [split(spec.src, spec.tgt, filters=filters, align=alignment and _alignable(spec)) for spec in specs]
+    parts = [split(s.src, s.tgt, filters=filters, align=alignment and _alignable(s)) for s in specs]
     if temperature is not None:
         specs = _tempered(specs, [len(part[0]) for part in parts], temperature)
     train = _mixed(specs, [part[0] for part in parts], src_tok)
-    dev, dev_keep, dev_stats = split(dev_src, dev_tgt, filters=replace(filters, max_token_ratio=None))
-    if dev_languages is not None:
-        dev = _mixed([CorpusSpec(str(dev_src), str(dev_tgt), name="dev", src_lang=dev_languages[0],
-                                 tgt_lang=dev_languages[1])], [dev], src_tok)  # fmt: skip
-    dev_src_texts, dev_ref_texts = read_parallel(dev_src, dev_tgt, encoding_errors=encoding_errors)
+    dev_filters = replace(filters, max_token_ratio=None)  # dev pairs: only empty or too long ones go
+    dev_parts = [split(spec.src, spec.tgt, filters=dev_filters) for spec in dev_specs]
+    directions = [(spec.src_lang, spec.tgt_lang) for spec in dev_specs if spec.src_lang and spec.tgt_lang]
+    dev: ParallelDataset | MixedCorpus = dev_parts[0][0]
+    if directions:
+        dev = _mixed(dev_specs, [part[0] for part in dev_parts], src_tok, role="dev set")
+    dev_src_texts, dev_ref_texts = [], []
+    for spec, (_, keep, _) in zip(dev_specs, dev_parts):
+        src_texts, ref_texts = read_parallel(spec.src, spec.tgt, encoding_errors=encoding_errors)
+        dev_src_texts += [src_texts[i] for i in keep]
+        dev_ref_texts += [ref_texts[i] for i in keep]
     return TrainingData(
         src_tokenizer=src_tok, tgt_tokenizer=tgt_tok, train=train, dev=dev,
-        dev_src_texts=[dev_src_texts[i] for i in dev_keep],
-        dev_ref_texts=[dev_ref_texts[i] for i in dev_keep], tokenizer_paths=paths,
-        stats={**_train_stats(specs, [part[2] for part in parts]), "dev": dev_stats.as_dict()},
-        dev_languages=dev_languages,
+        dev_src_texts=dev_src_texts, dev_ref_texts=dev_ref_texts, tokenizer_paths=paths,
+        stats={**_train_stats(specs, [part[2] for part in parts]),
+               **_split_stats("dev", dev_specs, [part[2] for part in dev_parts])},
+        dev_directions=directions,
     )  # fmt: skip
 
 
@@ -202,7 +220,13 @@ def _alignable(spec: CorpusSpec) -> bool:
     return True
 
 
-def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: TextTokenizer) -> MixedCorpus:
+def _mixed(
+    specs: list[CorpusSpec],
+    datasets: list[ParallelDataset],
+    tokenizer: TextTokenizer,
+    *,
+    role: str = "training corpus",
+) -> MixedCorpus:
     """The corpora as one MixedCorpus: tags as piece ids (whole pieces: the tokenizer was trained so)."""
     starts = word_starts(tokenizer.pieces_of_vocabulary()) if any(s.noise for s in specs) else None
     tags = [language_token(spec.src_lang) if spec.src_lang else spec.tag for spec in specs]
@@ -216,7 +240,7 @@ def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: 
     for spec, dataset in zip(specs, datasets):
         if spec.weight != 1.0 or spec.tag or spec.noise or spec.tgt_lang or len(specs) > 1:
             direction = f", {spec.src_lang}->{spec.tgt_lang}" if spec.tgt_lang else ""
-            log.info("training corpus %s: %d pairs%s, weight %g, tag %s, noise %s", spec.label,
+            log.info("%s %s: %d pairs%s, weight %g, tag %s, noise %s", role, spec.label,
                      len(dataset), direction, spec.weight, spec.tag, spec.noise)  # fmt: skip
     noises = [
         None if starts is None else noise_for(spec.noise, word_start=starts, mask_id=tokenizer.unk_id)
@@ -226,20 +250,27 @@ def _mixed(specs: list[CorpusSpec], datasets: list[ParallelDataset], tokenizer: 
                        names=[spec.label for spec in specs], tgt_tag_ids=tgt_tag_ids)  # fmt: skip
 
 
-def _language_tokens(specs: list[CorpusSpec], dev_languages: tuple[str, str] | None) -> list[str]:
-    """The language tokens of a multilingual run, sorted: one per language of a corpus or of the dev set."""
+def _language_tokens(specs: list[CorpusSpec]) -> list[str]:
+    """The language tokens of a multilingual run, sorted: one per language of a training or dev corpus."""
     codes = {code for spec in specs for code in (spec.src_lang, spec.tgt_lang) if code}
-    return [language_token(code) for code in sorted(codes | set(dev_languages or ()))]
+    return [language_token(code) for code in sorted(codes)]
 
 
 def _train_stats(specs: list[CorpusSpec], stats: list[CorpusStats]) -> dict[str, dict[str, int]]:
     """The training split's stats, all corpora together; with several, each one's too."""
+    return _split_stats("train", specs, stats)
+
+
+def _split_stats(split: str, specs: list[CorpusSpec], stats: list[CorpusStats]) -> dict[str, dict[str, int]]:
+    """A split's stats, all its corpora together; with several, each one's too (``dev[en-es]``)."""
     total = CorpusStats()
     for part in stats:
         total.merge(part)
     if len(specs) == 1:
-        return {"train": total.as_dict()}
-    return {"train": total.as_dict(), **{f"train[{s.label}]": p.as_dict() for s, p in zip(specs, stats)}}
+        return {split: total.as_dict()}
+    labels = [spec.label for spec in specs]
+    labels = [f"{label}#{i}" if labels.count(label) > 1 else label for i, label in enumerate(labels)]
+    return {split: total.as_dict(), **{f"{split}[{label}]": p.as_dict() for label, p in zip(labels, stats)}}
 
 
 def _cleaned(

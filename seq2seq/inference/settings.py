@@ -76,6 +76,9 @@ SETTINGS: tuple[Setting, ...] = (
     _row("tgt_lang", "tgt_lang", _T, "tgt_lang", True, "a multilingual model's target language code, e.g. "
          "spa_Latn: an M2M100/NLLB model is made to write it first in every search, a multilingual OPUS-MT "
          "model reads its >>xx<< token at the start of the source (defaults as src_lang)"),
+    _row("language_columns", None, None, None, False, "[tgt_lang] | [src_lang,tgt_lang]: each input line "
+         "names its languages in leading tab-separated columns (Python and the server take src_lang/tgt_lang "
+         "per call or request, and batch calls of several languages together)"),
     _row("device", "device", _F, None, True, "auto | cpu | cuda (Python: cpu by default)"),
     _row("precision", "precision", _F, None, True, "fp32 | bf16"),
     _row("shortlist", "shortlist", _F, None, True, "a file written by seq2seq-shortlist for this model "

@@ -39,7 +39,8 @@ DATA_KEYS = ("src_lang", "tgt_lang", "encoding_errors", "filter", "tokenizer")
 TRAINER_KEYS = ("max_tokens", "update_freq", "clip_norm")
 SAME_NUMBERS_MODEL_KEYS = ("attention_backend", "checkpoint_activations")
 CORPUS_FILES = ("train.src", "train.tgt", "dev.src", "dev.tgt")  # data.<split>.<side>, hashed
-MIXING_KEYS = ("weight", "tag", "noise")  # a training corpus's settings besides its files
+# a training corpus's settings besides its files (a multilingual run's languages among them)
+MIXING_KEYS = ("weight", "tag", "noise", "src_lang", "tgt_lang")
 # In a fingerprint only when used, so that a run without them keeps its older fingerprint: absent is "none"
 SET_WHEN_USED = ("data.train_mixing", "data.transforms", "trainer.freeze", "init_from.sha256")
 UNSET = object()
@@ -61,8 +62,9 @@ def run_fingerprint(
 ) -> dict[str, Any]:
     """{"sha256": ..., "settings": {dotted key: value}} of a resolved run config and its corpus files.
 
-    `corpus_files` maps the names in CORPUS_FILES (with several training corpora: train[0].src, ...) to
-    the files' absolute paths; `init_from`: the checkpoint a fine-tuning run starts from (hashed too).
+    `corpus_files` maps the names in CORPUS_FILES (with several training corpora: train[0].src, ...; with
+    several dev sets: dev[0].src, ...) to the files' absolute paths; `init_from`: the checkpoint a
+    fine-tuning run starts from (hashed too).
     """
     model = {k: v for k, v in config["model"].items() if k not in SAME_NUMBERS_MODEL_KEYS}
     data = {key: config["data"].get(key) for key in DATA_KEYS}

@@ -32,7 +32,7 @@ from seq2seq.decode.penalties import length_penalty, max_output_lengths
 from seq2seq.decode.search import length_sorted_batches, pad_batch, search_ids
 from seq2seq.decode.searchable import SearchableModel
 from seq2seq.precision import autocast
-from seq2seq.train.validation import Validator, evenly_spaced
+from seq2seq.train.validation import Validator
 
 log = logging.getLogger(__name__)
 
@@ -52,22 +52,23 @@ def tune_decoding(
 ) -> dict[str, Any]:
     """The tuned values and what they were chosen on (the `decoding` record a checkpoint stores)."""
     start = time.perf_counter()
-    sample = evenly_spaced(len(validator.src_texts), sentences)
+    sample = validator.chosen_sentences(sentences)  # with several dev directions, a share of each
     sources = [validator.dev[i][0].tolist() for i in sample]  # token ids ending in eos
+    prefixes = [validator.prefix_of(i) for i in sample]  # a multilingual model's target token, forced
     scorer = _Scorer([validator.ref_texts[i] for i in sample], validator.tgt_tokenizer)
     default: Candidate = (base.length_penalty, base.max_len_a)
-    found = {base.max_len_a: finished_hypotheses(model, validator, sources, base)}
+    found = {base.max_len_a: finished_hypotheses(model, validator, sources, base, prefixes)}
     table = scorer.table(found)
     best = _best(table, default)
     limit_share = _share_at_limit(found[best[1]], best[0], sources, base, model.max_positions - 1)
     if limit_share >= LIMIT_SHARE:
         wider = round(base.max_len_a * WIDER_LIMIT, 2)
-        found[wider] = finished_hypotheses(model, validator, sources, base.replace(max_len_a=wider))
+        found[wider] = finished_hypotheses(model, validator, sources, base.replace(max_len_a=wider), prefixes)
         table.update(scorer.table({wider: found[wider]}))
         best = _best(table, default)
     confirm = not base.stop_early and best != default  # re-ranking is then an approximation
     if confirm:
-        table[best] = scorer.stats(real_search(model, validator, sources, _options(base, best)))
+        table[best] = scorer.stats(real_search(model, validator, sources, _options(base, best), prefixes))
     record = _decision(table, best, default)
     limit = record["values"]["max_len_a"]
     record.update(
@@ -80,34 +81,42 @@ def tune_decoding(
 
 
 def real_search(
-    model: SearchableModel, validator: Validator, sources: list[list[int]], options: SearchOptions
+    model: SearchableModel, validator: Validator, sources: list[list[int]], options: SearchOptions,
+    prefixes: list[list[int]],
 ) -> list[Hypothesis | None]:
-    """The first hypothesis per source of an ordinary search with `options`."""
-    prefix = validator.target_prefix  # a multilingual model's target language code, forced first
+    """The first hypothesis per source of an ordinary search with `options`, each source's `prefixes`
+    (a multilingual model's target language token; [] for none) forced first."""
     results = search_ids(
         model, sources, options=options, ids=SpecialIds.of(validator.tgt_tokenizer), device=validator.device,
         max_tokens=validator.max_tokens, precision=validator.precision,
-        prefixes=[prefix] * len(sources) if prefix else None,
+        prefixes=prefixes if any(prefixes) else None,
     )  # fmt: skip
     return [nbest[0] if nbest else None for nbest in results]
 
 
 @torch.inference_mode()
 def finished_hypotheses(
-    model: SearchableModel, validator: Validator, sources: list[list[int]], options: SearchOptions
+    model: SearchableModel, validator: Validator, sources: list[list[int]], options: SearchOptions,
+    prefixes: list[list[int]],
 ) -> list[list[Hypothesis]]:
-    """Every finished hypothesis of a beam search over `sources` (in order), batched by token budget."""
+    """Every finished hypothesis of a beam search over `sources` (in order), batched by token budget; a
+    batch holds sources of one forced prefix (`prefixes`, one per source: beam_search forces one)."""
     model.eval()
     ids = SpecialIds.of(validator.tgt_tokenizer)
     results: list[list[Hypothesis]] = [[] for _ in sources]
-    for batch in length_sorted_batches([len(s) for s in sources], validator.max_tokens):
-        src = pad_batch([sources[i] for i in batch], ids.pad).to(validator.device)  # (B, S)
-        with autocast(validator.precision, validator.device):
-            found = beam_search(
-                model, src, options, ids=ids, all_finished=True, prefix=validator.target_prefix or None
-            )
-        for index, hypotheses in zip(batch, found):
-            results[index] = hypotheses
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for index, prefix in enumerate(prefixes):
+        groups.setdefault(tuple(prefix), []).append(index)
+    for prefix, members in groups.items():
+        for batch in length_sorted_batches([len(sources[i]) for i in members], validator.max_tokens):
+            chosen = [members[i] for i in batch]
+            src = pad_batch([sources[i] for i in chosen], ids.pad).to(validator.device)  # (B, S)
+            with autocast(validator.precision, validator.device):
+                found = beam_search(
+                    model, src, options, ids=ids, all_finished=True, prefix=list(prefix) or None
+                )
+            for index, hypotheses in zip(chosen, found):
+                results[index] = hypotheses
     return results
 
 

@@ -1,12 +1,18 @@
 """Validation during training: dev loss and perplexity, dev BLEU/chrF from real decoding, samples,
-and a cross-attention picture of one fixed dev sentence."""
+and a cross-attention picture of one fixed dev sentence.
+
+A multilingual run's dev set holds one dev set per direction (DevDirection): each is decoded with its
+target language's token forced, scored on its own (`bleu_en-es`, `chrf_en-es`), and `bleu`/`chrf` are
+the unweighted means over the directions, so the run's objective, best.pt and the final choice weigh
+every direction alike, whatever its size."""
 
 from __future__ import annotations
 
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sacrebleu
@@ -31,6 +37,21 @@ def evenly_spaced(total: int, count: int | None) -> list[int]:
     return [round(i * (total - 1) / max(count - 1, 1)) for i in range(count)]
 
 
+@dataclass(frozen=True)
+class DevDirection:
+    """One direction of a multilingual dev set: its name, its pairs' indices and the target tokens every
+    search forces first (its target language's token)."""
+
+    name: str  # "en-es"
+    indices: range  # its pairs in the dev dataset
+    prefix: tuple[int, ...]
+
+
+def direction_key(metric: str, direction: str) -> str:
+    """The metrics key of one direction's score: bleu_en-es (log, TensorBoard valid/bleu_en-es, history)."""
+    return f"{metric}_{direction}"
+
+
 class Validator:
     """Callable(model, step) -> metrics dict; holds the dev data and how to decode it."""
 
@@ -53,7 +74,10 @@ class Validator:
         max_sentences: int | None = None,
         n_samples: int = 3,
         attention_plot: bool = True,
+        directions: Sequence[DevDirection] = (),
     ) -> None:
+        """`directions`: a multilingual dev set's (each scored alone, the means are `bleu`/`chrf`); empty:
+        one dev set, whose forced target tokens are the target tokenizer's prefix."""
         self.dev, self.dev_batches, self.make_batch = dev, dev_batches, make_batch
         self.src_texts, self.ref_texts = dev_src_texts, dev_ref_texts
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
@@ -61,6 +85,7 @@ class Validator:
         self.search, self.max_tokens = search, max_tokens
         self.compute_bleu, self.max_sentences = compute_bleu, max_sentences
         self.n_samples, self.attention_plot = n_samples, attention_plot
+        self.directions = list(directions)
 
     @torch.inference_mode()
     def dev_loss(self, model: nn.Module) -> dict[str, float]:
@@ -89,15 +114,30 @@ class Validator:
 
     @property
     def target_prefix(self) -> list[int]:
-        """The target tokens every search forces first, as the Translator's do: a multilingual model's
-        target language code (its target tokenizer's prefix; seq2seq.inference.languages), else []."""
-        tokenizer = self.tgt_tokenizer
-        return list(tokenizer.prefix)
+        """The target tokens every search of a one-direction dev set forces first, as the Translator's do: a
+        multilingual model's target language code (its target tokenizer's prefix), else []."""
+        return list(self.tgt_tokenizer.prefix)
+
+    def prefix_of(self, index: int) -> list[int]:
+        """The target tokens forced first when dev pair `index` is decoded: its direction's target token."""
+        for direction in self.directions:
+            if index in direction.indices:
+                return list(direction.prefix)
+        return self.target_prefix
+
+    def chosen_sentences(self, count: int | None) -> list[int]:
+        """`count` dev pairs spread evenly over the dev set (all with None); with several directions, an
+        even share of `count` spread over each direction, so every direction is scored."""
+        if not self.directions:
+            return evenly_spaced(len(self.src_texts), count)
+        share = None if count is None else max(1, count // len(self.directions))
+        return [d.indices[i] for d in self.directions for i in evenly_spaced(len(d.indices), share)]
 
     def dev_bleu(self, model: nn.Module, *, all_sentences: bool = False) -> dict[str, Any]:
-        chosen = evenly_spaced(len(self.src_texts), None if all_sentences else self.max_sentences)
+        chosen = self.chosen_sentences(None if all_sentences else self.max_sentences)
         sources = [self.dev[i][0].tolist() for i in chosen]  # token ids ending in eos
-        tokenizer, prefix = self.tgt_tokenizer, self.target_prefix
+        prefixes = [self.prefix_of(i) for i in chosen]
+        tokenizer = self.tgt_tokenizer
         results = search_ids(
             model,
             sources,
@@ -106,24 +146,35 @@ class Validator:
             device=self.device,
             max_tokens=self.max_tokens,
             precision=self.precision,
-            prefixes=[prefix] * len(sources) if prefix else None,
+            prefixes=prefixes if any(prefixes) else None,
         )
         hypotheses = [tokenizer.decode(tokens) for tokens in best_tokens(results)]
         references = [self.ref_texts[i] for i in chosen]
         source_texts = [self.src_texts[i] for i in chosen]
         bleu = sacrebleu.metrics.BLEU()
         chrf = sacrebleu.metrics.CHRF()
-        bleu_score = bleu.corpus_score(hypotheses, [references])
-        chrf_score = chrf.corpus_score(hypotheses, [references])
-        metrics: dict[str, Any] = {
-            "bleu": bleu_score.score,
-            "chrf": chrf_score.score,
-            "signature": f"{bleu.get_signature()} | {chrf.get_signature()}",
-            "samples": [
-                {"src": source_texts[i], "ref": references[i], "hyp": hypotheses[i]}
-                for i in range(min(self.n_samples, len(chosen)))
-            ],
-        }
+        metrics: dict[str, Any] = {}
+        if self.directions:
+            for direction in self.directions:
+                mine = [n for n, i in enumerate(chosen) if i in direction.indices]
+                hyps, refs = [hypotheses[n] for n in mine], [[references[n] for n in mine]]
+                metrics[direction_key("bleu", direction.name)] = bleu.corpus_score(hyps, refs).score
+                metrics[direction_key("chrf", direction.name)] = chrf.corpus_score(hyps, refs).score
+            names = [direction.name for direction in self.directions]
+            metrics = {  # the means first: what the log line and the objective lead with
+                "bleu": sum(metrics[direction_key("bleu", n)] for n in names) / len(names),
+                "chrf": sum(metrics[direction_key("chrf", n)] for n in names) / len(names),
+                **metrics,
+            }
+            shown = evenly_spaced(len(chosen), self.n_samples)  # samples from every direction
+        else:
+            metrics["bleu"] = bleu.corpus_score(hypotheses, [references]).score
+            metrics["chrf"] = chrf.corpus_score(hypotheses, [references]).score
+            shown = list(range(min(self.n_samples, len(chosen))))
+        metrics["signature"] = f"{bleu.get_signature()} | {chrf.get_signature()}"
+        metrics["samples"] = [
+            {"src": source_texts[i], "ref": references[i], "hyp": hypotheses[i]} for i in shown
+        ]
         if self.attention_plot and chosen:
             metrics["attention_figure"] = self._attention_figure(
                 model, sources[0], best_tokens(results)[0], title=source_texts[0][:80]

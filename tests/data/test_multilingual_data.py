@@ -29,7 +29,7 @@ def _config(root: Path, **changes: object) -> OmegaConf:
                       "sample_sentences": 1000},
     })  # fmt: skip
     for key, value in changes.items():
-        OmegaConf.update(config, key, value, force_add=True)
+        OmegaConf.update(config, key, value, merge=False, force_add=True)
     return config
 
 
@@ -49,7 +49,33 @@ def test_a_language_token_starts_exactly_its_pairs_sides(tmp_path: Path) -> None
     for index in range(len(data.dev)):
         src, tgt = data.dev[index]
         assert (int(src[0]), int(tgt[0])) == (codes["es"], codes["en"])
-    assert data.dev_languages == ("es", "en") and data.tgt_tokenizer.for_language("en").prefix == (codes["en"],)
+    assert data.dev_directions == [("es", "en")] and data.tgt_tokenizer.for_language("en").prefix == (codes["en"],)
+    assert data.dev_direction_ranges == [("es-en", range(len(data.dev)))]
+
+
+def both_dev_directions(root: Path) -> list[dict[str, str]]:
+    toy = root / "toy"
+    return [{"src": str(toy / "dev.en"), "tgt": str(toy / "dev.es"), "src_lang": "en", "tgt_lang": "es"},
+            {"src": str(toy / "dev.es"), "tgt": str(toy / "dev.en"), "src_lang": "es", "tgt_lang": "en"}]  # fmt: skip
+
+
+def test_a_dev_set_per_direction_is_one_after_the_other_with_its_own_tokens(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    config.dev = both_dev_directions(tmp_path)
+    data = load_data(config, run_dir=tmp_path / "run", max_tokens=64, seed=3).corpus
+    codes, toy = data.src_tokenizer.languages, tmp_path / "toy"
+    english = (toy / "dev.en").read_text(encoding="utf-8").splitlines()
+    spanish = (toy / "dev.es").read_text(encoding="utf-8").splitlines()
+    half = len(english)
+    assert data.dev_directions == [("en", "es"), ("es", "en")]
+    assert data.dev_direction_ranges == [("en-es", range(0, half)), ("es-en", range(half, 2 * half))]
+    assert data.dev_src_texts == english + spanish and data.dev_ref_texts == spanish + english
+    for index in range(2 * half):
+        src, tgt = data.dev[index]
+        expected = ("en", "es") if index < half else ("es", "en")
+        assert (int(src[0]), int(tgt[0])) == (codes[expected[0]], codes[expected[1]])
+        assert data.src_tokenizer.decode(src[1:-1].tolist()) == data.dev_src_texts[index]
+    assert data.stats["dev"]["pairs"] == 2 * half and data.stats["dev[es-en]"]["pairs"] == half
 
 
 @pytest.mark.parametrize(
@@ -60,6 +86,12 @@ def test_a_language_token_starts_exactly_its_pairs_sides(tmp_path: Path) -> None
         ({"dev.src_lang": None, "dev.tgt_lang": None}, "give data.dev its src_lang and tgt_lang too"),
         ({"dev.tgt_lang": None}, "data.dev needs both src_lang and tgt_lang, or neither"),
         ({"train.0.src_lang": "e n"}, "language code 'e n'"),
+        ({"dev": [{"src": "a", "tgt": "b", "src_lang": "en", "tgt_lang": "es"}, {"src": "c", "tgt": "d"}]},
+         "data.dev[1] needs src_lang and tgt_lang: a list of dev sets holds one per direction"),
+        ({"dev": [{"src": "a", "tgt": "b", "src_lang": "en", "tgt_lang": "es"},
+                  {"src": "c", "tgt": "d", "src_lang": "en", "tgt_lang": "es"}]}, "data.dev lists en-es twice"),
+        ({"dev": [{"src": "a", "tgt": "b", "lang": "en"}]}, "data.dev[0] has unknown keys ['lang']"),
+        ({"dev": []}, "data.dev must be {src: FILE, tgt: FILE}, or in a multilingual run a list"),
     ],
 )
 def test_incomplete_languages_are_one_line_errors(tmp_path: Path, changes: dict, message: str) -> None:

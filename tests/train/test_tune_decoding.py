@@ -78,6 +78,7 @@ def dev_set(count: int, *, source_length: int, reference_length: int) -> SimpleN
         src_texts=[""] * count, dev=[(torch.arange(source_length),) for _ in range(count)],
         ref_texts=[Words.decode(ref) for ref in references], tgt_tokenizer=Words, device=torch.device("cpu"),
         max_tokens=4096, precision="fp32", references=references,
+        chosen_sentences=lambda sentences: evenly_spaced(count, sentences), prefix_of=lambda index: [],
     )  # fmt: skip
 
 
@@ -97,7 +98,7 @@ UNSEARCHED = SimpleNamespace(max_positions=1 << 20)
 def finding_short_and_full(monkeypatch: pytest.MonkeyPatch, dev: SimpleNamespace) -> None:
     """Every sentence's search finds short_and_full(reference, keep=4): a penalty of 1.3 gains everywhere."""
     found = [short_and_full(reference, keep=4) for reference in dev.references]
-    monkeypatch.setattr(tuning_module, "finished_hypotheses", lambda model, v, sources, options: found)
+    monkeypatch.setattr(tuning_module, "finished_hypotheses", lambda model, v, sources, options, prefixes: found)
 
 
 def test_a_clear_gain_changes_the_length_penalty(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +119,7 @@ def test_a_gain_within_noise_keeps_the_defaults(monkeypatch: pytest.MonkeyPatch)
     dev = dev_set(40, source_length=20, reference_length=8)
     same = [Hypothesis(tokens=ref[:6], score=0.0, log_prob=-1.0) for ref in dev.references]
     monkeypatch.setattr(
-        tuning_module, "finished_hypotheses", lambda model, v, sources, options: [
+        tuning_module, "finished_hypotheses", lambda model, v, sources, options, prefixes: [
             short_and_full(dev.references[0], keep=4), *([hyp] for hyp in same[1:])
         ],
     )  # fmt: skip
@@ -135,7 +136,7 @@ def test_outputs_at_the_length_limit_lead_to_a_wider_limit(monkeypatch: pytest.M
     dev = dev_set(30, source_length=5, reference_length=18)
     searched = []
 
-    def search(model, validator, sources, options) -> list[list[Hypothesis]]:
+    def search(model, validator, sources, options, prefixes) -> list[list[Hypothesis]]:
         searched.append(options.max_len_a)
         limit = int(options.max_len_a * 5 + 10)
         sample = [dev.references[i] for i in evenly_spaced(len(dev.references), len(sources))]
@@ -154,7 +155,7 @@ def test_without_stop_early_the_winner_is_confirmed_by_a_real_search(monkeypatch
     finding_short_and_full(monkeypatch, dev)
     confirmed = []
 
-    def real_search(model, validator, sources, options) -> list[Hypothesis]:
+    def real_search(model, validator, sources, options, prefixes) -> list[Hypothesis]:
         confirmed.append(options.length_penalty)
         return [short_and_full(ref, keep=4)[0] for ref in dev.references]  # the short ones after all
 

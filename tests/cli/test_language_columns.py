@@ -1,0 +1,87 @@
+"""seq2seq-translate's language_columns: each input line names its languages, and is translated as a call
+with those languages translates it, lines of all languages searched together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from multilingual_model import OPTIONS, own_multilingual_checkpoint
+from omegaconf import OmegaConf
+
+from seq2seq.cli.language_columns import encode_per_language, language_columns_setting, split_language_columns
+from seq2seq.decode.options import SearchOptions
+from seq2seq.errors import UserError
+from seq2seq.inference.translator import Translator
+
+SEARCH = SearchOptions(beam_size=3, **OPTIONS)
+LINES = ["en\tes\tthe man sees the dog", "", "es\tfr\tel perro ve", "en\tfr\tthe dog sees the man", "en\tes\tgood"]
+
+
+@pytest.fixture(scope="module")
+def translator(tmp_path_factory: pytest.TempPathFactory) -> Translator:
+    checkpoint = own_multilingual_checkpoint(tmp_path_factory.mktemp("own") / "model.pt")
+    return Translator.from_checkpoint(checkpoint, options=SEARCH)
+
+
+def settings(**values: object) -> OmegaConf:
+    base = {"language_columns": [], "src_lang": None, "tgt_lang": None, "prefixes": None, "constraints": None,
+            "glossary": None, "avoid": None}  # fmt: skip
+    return OmegaConf.create({**base, **values})
+
+
+def test_mixed_lines_translate_as_one_language_calls(translator: Translator) -> None:
+    texts, languages = split_language_columns(LINES, ["src_lang", "tgt_lang"], settings())
+    assert texts[1] == "" and languages[2] == ("es", "fr")
+    encoded, prefixes = encode_per_language(translator, texts, languages)
+    found = translator.search(encoded.sources, prefixes=prefixes, max_tokens=64)  # small batches: mixed
+    mixed = {encoded.owners[piece]: translator.tgt_tokenizer.decode(nbest[0].tokens) if nbest else ""
+             for piece, nbest in enumerate(found)}  # fmt: skip
+    for index, (text, (src_lang, tgt_lang)) in enumerate(zip(texts, languages)):
+        if not text:
+            assert mixed[index] == ""
+            continue
+        (alone,) = translator.translate([text], src_lang=src_lang, tgt_lang=tgt_lang)
+        assert mixed[index] == alone.text
+    outputs = {tgt: translator.translate(["the dog sees the man"], src_lang="en", tgt_lang=tgt)[0].text
+               for tgt in ("es", "fr")}  # fmt: skip
+    assert outputs["es"] != outputs["fr"]  # the column chose the output
+
+
+def test_a_target_column_takes_the_source_language_from_the_call(translator: Translator) -> None:
+    texts, languages = split_language_columns(["es\tgood", "fr\tgood"], ["tgt_lang"], settings(src_lang="en"))
+    assert texts == ["good", "good"] and languages == [("en", "es"), ("en", "fr")]
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("the man sees the dog", "input line 1 is not src_lang<TAB>tgt_lang<TAB>text"),
+        ("en\t\tthe man", "input line 1 is not src_lang<TAB>tgt_lang<TAB>text"),
+    ],
+)
+def test_lines_without_their_columns_are_one_line_errors(line: str, message: str) -> None:
+    with pytest.raises(UserError) as error:
+        split_language_columns([line], ["src_lang", "tgt_lang"], settings())
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_unknown_language_names_its_line_and_the_models_codes(translator: Translator) -> None:
+    texts, languages = split_language_columns(["en\tes\tgood", "en\tde\tgood"], ["src_lang", "tgt_lang"], settings())
+    with pytest.raises(UserError) as error:
+        encode_per_language(translator, texts, languages)
+    assert str(error.value).startswith("input line 2 (en -> de): ") and "en, es, fr" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"language_columns": ["lang"]}, "must be [tgt_lang] or [src_lang,tgt_lang]"),
+        ({"language_columns": ["tgt_lang"], "tgt_lang": "es"}, "both choose tgt_lang"),
+        ({"language_columns": ["tgt_lang"], "constraints": "terms.tsv"}, "constraints= does not combine"),
+    ],
+)
+def test_contradicting_settings_are_refused(values: dict, message: str) -> None:
+    with pytest.raises(UserError, match=None) as error:
+        language_columns_setting(settings(**values))
+    assert message in str(error.value)
