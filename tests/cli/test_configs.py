@@ -151,3 +151,16 @@ def test_the_configured_losses_take_states_weight_and_target() -> None:
         loss_fn = build_loss(compose_train(f"loss={option}").loss, pad_id=0)
         hidden, weight = torch.randn(3, 4), torch.randn(7, 4)
         assert torch.isfinite(loss_fn(hidden, weight, torch.tensor([1, 0, 5])).loss_sum)
+
+
+def test_the_bible_in_both_directions_names_a_corpus_a_dev_and_a_test_set_per_direction() -> None:
+    from seq2seq.cli.data_config import dev_corpora, training_corpora
+
+    data = compose_train("data=bible_en_es_both").data
+    both = [("en", "es"), ("es", "en")]
+    assert [(c.src_lang, c.tgt_lang) for c in training_corpora(data)] == both
+    for split in ("dev", "test"):
+        sets = dev_corpora(data, split)
+        assert [(s.src_lang, s.tgt_lang) for s in sets] == both and [s.label for s in sets] == ["en-es", "es-en"]
+        assert [Path(s.src).name for s in sets] == [f"{split}.en", f"{split}.es"]
+        assert [Path(s.tgt).name for s in sets] == [f"{split}.es", f"{split}.en"]

@@ -140,3 +140,17 @@ def _json(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+def test_a_multilingual_corpus_changing_its_language_changes_the_fingerprint(tmp_path: Path) -> None:
+    """Resuming a multilingual run whose corpus now names another language is refused: the languages
+    decide which tokens start its pairs."""
+    files = corpus(tmp_path / "corpus")
+    config = changed("data.train", [{"src": "a", "tgt": "b", "src_lang": "en", "tgt_lang": "es"},
+                                    {"src": "b", "tgt": "a", "src_lang": "es", "tgt_lang": "en"}])  # fmt: skip
+    other = copy.deepcopy(config)
+    other["data"]["train"][1]["tgt_lang"] = "fr"
+    saved, current = run_fingerprint(config, files), run_fingerprint(other, files)
+    assert saved["sha256"] != current["sha256"]
+    assert any("tgt_lang" in line and "fr" in line for line in differences(saved, current))
+    assert run_fingerprint(CONFIG, files)["settings"].keys().isdisjoint({"data.train_mixing"})  # one pair: as before
