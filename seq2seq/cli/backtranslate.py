@@ -87,6 +87,7 @@ def backtranslate(cfg: DictConfig) -> dict[str, Any]:
     total = count_lines(settings.input)  # reads the whole input before a model loads or a file is written
     translator = load_translator(cfg, settings)
     langs = languages(cfg, translator, settings.checkpoints[0])
+    translator = chunked.with_corpus_languages(translator, reads=langs[1], writes=langs[0])  # tgt -> src
     out = store.OutputDir(settings.output_dir, *langs)
     with store.holding(settings.output_dir):
         claim = chunked.fingerprint(translator, settings, cfg, langs)

@@ -40,6 +40,7 @@ from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.inference.confidence import Translation
 from seq2seq.inference.exported import read_metadata
+from seq2seq.inference.languages import codes_listed, names_target_on_source
 from seq2seq.inference.translator import Translator
 
 LANGUAGE = re.compile(r"[A-Za-z0-9_-]+")  # a file-name suffix
@@ -115,6 +116,28 @@ def check_suffixes(cfg: DictConfig) -> None:
     for key in ("src_lang", "tgt_lang"):
         if cfg[key] is not None and not LANGUAGE.fullmatch(str(cfg[key])):
             raise UserError(f"{key}={cfg[key]!r} is not a file suffix; use letters, digits, - or _ (e.g. en)")
+
+
+def with_corpus_languages(translator: Translator, *, reads: str, writes: str) -> Translator:
+    """A multilingual model told to read `reads` and write `writes`, the corpus's file suffixes, where they
+    are codes of its own (our models' en, es; NLLB's eng_Latn when the files are named so); a side whose
+    suffix is not one of its codes keeps the language recorded at import. A model without language codes
+    is returned as it is. A side left with no language at all is a one-line error."""
+    src_codes, tgt_codes = translator.src_tokenizer.languages, translator.tgt_tokenizer.languages
+    if not (src_codes or tgt_codes):
+        return translator
+    if names_target_on_source(translator.src_tokenizer):  # OPUS-MT: only the target is named
+        chosen = translator.for_languages(tgt_lang=writes if writes in src_codes else None)
+    else:
+        chosen = translator.for_languages(src_lang=reads if reads in src_codes else None,
+                                          tgt_lang=writes if writes in tgt_codes else None)  # fmt: skip
+    try:
+        chosen.check_languages()
+    except UserError:
+        raise UserError(f"this multilingual model needs the languages it reads and writes, and the corpus "
+                        f"suffixes {reads} -> {writes} are not its codes ({codes_listed(tgt_codes or src_codes)}); "
+                        "name the files by its codes (src_lang=, tgt_lang=)") from None  # fmt: skip
+    return chosen
 
 
 def model_languages(translator: Translator, checkpoint: Path) -> tuple[str, str] | None:

@@ -127,6 +127,7 @@ def distill(cfg: DictConfig) -> dict[str, Any]:
     total = chunked.count_lines(settings.input)  # reads the whole input before a model loads
     teacher = load_teacher(cfg, settings)
     langs = languages(cfg, teacher, settings.checkpoints[0])
+    teacher = chunked.with_corpus_languages(teacher, reads=langs[0], writes=langs[1])
     out = store.OutputDir(settings.output_dir, *langs, SCORE_SUFFIX, layout=LAYOUT)
     with store.holding(settings.output_dir, LAYOUT):
         claim = chunked.fingerprint(teacher, settings, cfg, langs)

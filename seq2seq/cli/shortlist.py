@@ -3,6 +3,9 @@
 seq2seq-shortlist checkpoint=runs/bible.en-es/best.pt source=data/bible_en_es/train.en \
     target=data/bible_en_es/train.es output=runs/bible.en-es/shortlist.pt
 seq2seq-translate checkpoint=runs/bible.en-es/best.pt shortlist=runs/bible.en-es/shortlist.pt ...
+
+A multilingual model's shortlist serves one direction, named by src_lang= and tgt_lang= (the languages of
+source= and target=); seq2seq-translate refuses it for any other.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from seq2seq.data.corpus import iter_corpus_lines, iter_line_pairs
 from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.decode.shortlist import build_shortlist, tokenizer_digest
 from seq2seq.errors import UserError
+from seq2seq.inference.languages import codes_listed, with_language
 
 log = logging.getLogger("seq2seq.shortlist")
 ENCODE_LINES = 4096  # lines tokenized per call
@@ -57,6 +61,23 @@ def _pairs(
         yield from zip(src, tgt)
 
 
+def _direction(cfg: DictConfig, tokenizers: tuple[TextTokenizer, TextTokenizer]) -> tuple[str, str] | None:
+    """A multilingual model's direction (src_lang, tgt_lang), both needed and both its own; None for a
+    model without language codes (which refuses them)."""
+    src_lang, tgt_lang = cfg.get("src_lang"), cfg.get("tgt_lang")
+    if not tokenizers[1].languages:
+        for name, value in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
+            if value is not None:
+                raise UserError(f"{name}={value!r}: this model has no language codes; leave {name} out")
+        return None
+    if src_lang is None or tgt_lang is None:
+        raise UserError("this model is multilingual: a shortlist serves one direction; pass src_lang= and "
+                        f"tgt_lang= (the languages of source= and target=), from {codes_listed(tokenizers[1].languages)}")
+    for name, value, tokenizer in (("src_lang", src_lang, tokenizers[0]), ("tgt_lang", tgt_lang, tokenizers[1])):
+        with_language(tokenizer, str(value), setting=name)  # a code the model lacks: a one-line error
+    return str(src_lang), str(tgt_lang)
+
+
 @exit_on_user_error
 def make_shortlist(cfg: DictConfig) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s",
@@ -69,12 +90,13 @@ def make_shortlist(cfg: DictConfig) -> None:
     src_model = models["src"]
     tgt_model = models.get("tgt") or src_model
     tokenizers = (tokenizer_from_bytes(src_model), tokenizer_from_bytes(tgt_model))
+    languages = _direction(cfg, tokenizers)
     shortlist = build_shortlist(
         _pairs(cfg, tokenizers),
         src_vocab_size=tokenizers[0].vocab_size, tgt_vocab_size=tokenizers[1].vocab_size,
         per_source=int(cfg.per_source), frequent=int(cfg.frequent),
         always=(tokenizers[1].eos_id, tokenizers[1].unk_id),
-        digests=(tokenizer_digest(src_model), tokenizer_digest(tgt_model)),
+        digests=(tokenizer_digest(src_model), tokenizer_digest(tgt_model)), languages=languages,
     )  # fmt: skip
     output = Path(hydra.utils.to_absolute_path(str(cfg.output)))
     output.parent.mkdir(parents=True, exist_ok=True)

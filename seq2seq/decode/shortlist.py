@@ -22,7 +22,10 @@ back. A shortlist that holds every token the full-vocabulary search would pick g
 output (tests/decode/test_shortlist.py).
 
 The file (`Shortlist.save`) records the sha256 of both tokenizers, and `Shortlist.load` refuses a model
-whose tokenizers differ: a table of another vocabulary would give wrong tokens without an error.
+whose tokenizers differ: a table of another vocabulary would give wrong tokens without an error. A
+multilingual model's shortlist is learned from one direction's text and records it (`languages`): its
+frequent tokens and rows are that target language's, so a Translator refuses it for another direction
+(seq2seq.inference.translator); each direction gets its own file.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Shortlist:
     always: Tensor  # (specials,) ids every batch keeps: eos, unk
     tgt_vocab_size: int
     digests: tuple[str, str]  # sha256 of the source and target tokenizers' model bytes
+    languages: tuple[str, str] | None = None  # a multilingual model's direction (src_lang, tgt_lang)
 
     def keep(self, src: Tensor, needed: Sequence[Sequence[int]] | None = None, *, pad_id: int) -> Tensor:
         """Per sentence, the target ids it may produce: the frequent and special ids, the rows of its own
@@ -86,6 +90,7 @@ class Shortlist:
         save_checkpoint(path, {
             "format": FORMAT, "version": VERSION, "table": self.table, "frequent": self.frequent,
             "always": self.always, "tgt_vocab_size": self.tgt_vocab_size, "digests": list(self.digests),
+            **({} if self.languages is None else {"languages": list(self.languages)}),
         })  # fmt: skip
 
     @classmethod
@@ -104,8 +109,20 @@ class Shortlist:
         if tuple(payload["digests"]) != (tokenizer_digest(src_model), tokenizer_digest(tgt_model)):
             raise UserError(f"{path} was built for other tokenizers than this model's; build the shortlist "
                             "again with seq2seq-shortlist checkpoint=<this model>")  # fmt: skip
+        languages = payload.get("languages")
         return cls(payload["table"], payload["frequent"], payload["always"], int(payload["tgt_vocab_size"]),
-                   tuple(payload["digests"]))  # fmt: skip
+                   tuple(payload["digests"]), None if languages is None else tuple(languages))  # fmt: skip
+
+    def check_direction(self, src_lang: str | None, tgt_lang: str | None) -> None:
+        """A one-line UserError when a multilingual model's shortlist, learned for one direction, is asked
+        to serve another (a side left None is not compared)."""
+        if self.languages is None:
+            return
+        if src_lang not in (None, self.languages[0]) or tgt_lang not in (None, self.languages[1]):
+            asked = f"{src_lang or '?'}->{tgt_lang or '?'}"
+            raise UserError(f"shortlist= was learned for {self.languages[0]}->{self.languages[1]}, not {asked}: "
+                            "its candidates are that target language's; learn one per direction "
+                            "(seq2seq-shortlist src_lang= tgt_lang=) and translate each with its own")  # fmt: skip
 
 
 def build_shortlist(
@@ -117,6 +134,7 @@ def build_shortlist(
     frequent: int,
     always: Sequence[int],
     digests: tuple[str, str],
+    languages: tuple[str, str] | None = None,
 ) -> Shortlist:
     """The lexical table of token-id sentence pairs (module docstring), counted in sparse chunks."""
     if per_source < 1 or frequent < 0:
@@ -132,7 +150,7 @@ def build_shortlist(
     log.info("shortlist of %d sentence pairs: %d target candidates per source token, %d frequent",
              counts.pairs, per_source, frequent)  # fmt: skip
     return Shortlist(table, most_common.int(), torch.tensor(sorted(set(always)), dtype=torch.int32),
-                     tgt_vocab_size, digests)  # fmt: skip
+                     tgt_vocab_size, digests, languages)  # fmt: skip
 
 
 @dataclass

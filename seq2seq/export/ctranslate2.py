@@ -174,6 +174,10 @@ def write_vocabulary_map(shortlist: Path, loaded: Any, family: str, path: Path) 
                         "export this model without it")  # fmt: skip
     models = (loaded.src_tokenizer.to_bytes(), loaded.tgt_tokenizer.to_bytes())
     table = Shortlist.load(shortlist, src_model=models[0], tgt_model=models[1])
+    if table.languages is not None:
+        raise UserError(f"shortlist= of a multilingual model serves one direction ({'->'.join(table.languages)}), "
+                        "but CTranslate2 applies its vocabulary map to every direction; export without "
+                        "shortlist=, and use seq2seq-translate engine=torch shortlist= per direction")  # fmt: skip
     src_pieces = loaded.src_tokenizer.pieces_of_vocabulary()
     tgt_pieces = loaded.tgt_tokenizer.pieces_of_vocabulary()
 

@@ -161,6 +161,7 @@ class Translator:
         self.glossary = glossary
         self.markup, self.markup_pattern = markup_setting(markup), markup_pattern(placeholders)
         self._for_languages: dict[tuple[str | None, str | None], Translator] = {}  # for_languages' results
+        self.check_shortlist()
         if self.rerank_weight is not None and quality is None:
             raise UserError("re-ranking by quality needs a QE model; pass qe_checkpoint= (seq2seq-qe-train's "
                             "best.pt), or drop rerank")  # fmt: skip
@@ -280,6 +281,7 @@ class Translator:
             self.src_tokenizer, self.tgt_tokenizer, src_lang=src_lang, tgt_lang=tgt_lang
         )
         chosen._for_languages = {}
+        chosen.check_shortlist()
         if len(self._for_languages) >= KEPT_LANGUAGE_PAIRS:
             self._for_languages.clear()  # (atomic: threads may share this Translator)
         self._for_languages[(src_lang, tgt_lang)] = chosen
@@ -295,6 +297,13 @@ class Translator:
         """The hypothesis without the target language code a multilingual model's output starts with:
         the tokens a Translation and its confidence describe (seq2seq.inference.languages)."""
         return without_language_code(hypothesis, forced_codes(self.src_tokenizer, self.tgt_tokenizer))
+
+    def check_shortlist(self) -> None:
+        """A one-line UserError when the engine's shortlist was learned for another direction than the one
+        this Translator translates (a multilingual model's shortlist serves one: seq2seq.decode.shortlist)."""
+        shortlist = getattr(self.engine, "shortlist", None)
+        if shortlist is not None:
+            shortlist.check_direction(self.src_tokenizer.language, self.tgt_tokenizer.language)
 
     def check_languages(self) -> None:
         """A one-line UserError when the model has language codes and no language was chosen on a side

@@ -241,3 +241,20 @@ def test_a_damaged_gz_input_is_one_line_and_writes_nothing(checkpoint, tmp_path,
 def test_each_chunk_has_its_own_seed() -> None:
     assert chunk_seed(3, 0) == chunk_seed(3, 0)
     assert len({chunk_seed(seed, index) for seed in range(3) for index in range(100)}) == 300
+
+
+def test_a_multilingual_reverse_model_reads_and_writes_the_corpus_suffixes(monolingual, tmp_path):
+    """Our own multilingual model (en, es, fr) back-translates input named by its language: tgt_lang= (the
+    input's) is what it reads, src_lang= what it writes; a suffix that is none of its codes is refused."""
+    from multilingual_model import own_multilingual_checkpoint
+
+    checkpoint = own_multilingual_checkpoint(tmp_path / "both.pt")
+    result = run(checkpoint, monolingual, tmp_path / "bt", "src_lang=fr", "tgt_lang=en")
+    assert result.returncode == 0, result.stderr[-3000:]
+    translator = Translator.from_checkpoint(checkpoint, options=OPTIONS)
+    expected = [t.text for t in translator.translate(GIVEN, src_lang="en", tgt_lang="fr")]
+    sources, targets = corpus(tmp_path / "bt", "fr", "en")
+    assert list(zip(lines_of(sources), lines_of(targets))) == [(s, t) for s, t in zip(expected, GIVEN) if s]
+    assert expected != [t.text for t in translator.translate(GIVEN, src_lang="en", tgt_lang="es")]
+    refused = run(checkpoint, monolingual, tmp_path / "de", "src_lang=de", "tgt_lang=en")
+    assert refused.returncode == 2 and "the corpus suffixes en -> de are not its codes (en, es, fr)" in refused.stderr

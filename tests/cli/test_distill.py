@@ -248,3 +248,18 @@ def test_an_exported_teacher_in_int8_gives_its_own_translations_and_scores(teach
     # int8 scales each batch's activations by that batch's range: other batches, scores off by ~1e-3
     assert scores == pytest.approx([t.mean_log_prob for t in expected], abs=1e-2)
     assert report(tmp_path / "d")["engine"] == "ctranslate2"
+
+
+def test_a_multilingual_teacher_translates_between_the_corpus_suffixes(sources, tmp_path):
+    """Our own multilingual teacher (en, es, fr) reads src_lang= and writes tgt_lang=, the corpus's
+    suffixes; a suffix that is none of its codes is refused."""
+    from multilingual_model import own_multilingual_checkpoint
+
+    teacher = own_multilingual_checkpoint(tmp_path / "both.pt")
+    result = run(teacher, sources, tmp_path / "out", "src_lang=en", "tgt_lang=fr")
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = [t.text for t in Translator.from_checkpoint(teacher, options=OPTIONS).translate(GIVEN, src_lang="en", tgt_lang="fr")]
+    kept = dict(zip(lines_of(tmp_path / "out" / "distill.en"), lines_of(tmp_path / "out" / "distill.fr")))
+    assert kept and all(kept[source] == target for source, target in zip(GIVEN, expected) if source in kept)
+    refused = run(teacher, sources, tmp_path / "de", "src_lang=en", "tgt_lang=de")
+    assert refused.returncode == 2 and "the corpus suffixes en -> de are not its codes" in refused.stderr

@@ -400,3 +400,31 @@ def test_a_translators_confidence_is_the_same_with_a_shortlist_that_holds_its_to
     for a, b in zip(ours, theirs):
         assert a.token_probs == pytest.approx(b.token_probs, abs=1e-5)
         assert a.confidence == pytest.approx(b.confidence, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_a_multilingual_models_shortlist_names_its_direction(tmp_path) -> None:
+    """seq2seq-shortlist for our own multilingual model needs src_lang/tgt_lang (one direction), records
+    them, and the export refuses it (CTranslate2 would apply it to every direction)."""
+    from multilingual_model import own_multilingual_checkpoint
+
+    from seq2seq.checkpoint import load_checkpoint
+    from seq2seq.decode.shortlist import Shortlist
+
+    checkpoint = own_multilingual_checkpoint(tmp_path / "both.pt")
+    texts = sentences(20, seed=4)
+    (tmp_path / "train.en").write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    (tmp_path / "train.es").write_text("".join(t.upper() + "\n" for t in texts), encoding="utf-8")
+    settings = [f"checkpoint={checkpoint}", "source=train.en", "target=train.es", "output=sl.pt"]
+    refused = run_module("seq2seq.cli.shortlist", *settings, cwd=tmp_path)
+    assert "this model is multilingual: a shortlist serves one direction; pass src_lang=" in error_line(refused)
+    unknown = run_module("seq2seq.cli.shortlist", *settings, "src_lang=en", "tgt_lang=de", cwd=tmp_path)
+    assert "tgt_lang='de' is not a language of this model" in error_line(unknown)
+    made = run_module("seq2seq.cli.shortlist", *settings, "src_lang=en", "tgt_lang=es", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr[-2000:]
+    payload = load_checkpoint(checkpoint)
+    loaded = Shortlist.load(tmp_path / "sl.pt", src_model=payload["tokenizer"]["src"], tgt_model=payload["tokenizer"]["src"])
+    assert loaded.languages == ("en", "es")
+    exported = run_module("seq2seq.cli.export", f"checkpoint={checkpoint}", f"output={tmp_path / 'ct2'}",
+                          "shortlist=sl.pt", cwd=tmp_path)  # fmt: skip
+    assert "shortlist= of a multilingual model serves one direction (en->es)" in error_line(exported)
