@@ -13,6 +13,9 @@ time. docs/studies/multilingual.md reports a run of it.
 4. compare  per direction BLEU/chrF, sacreBLEU's paired bootstrap (1,000 resamples) of the multilingual
             model against the single one, parameters, checkpoint size, sentences/s; runs/<name>/results.json
             and a Markdown table on stdout.
+5. tuning   would tuning the length penalty per direction help? trainer.tune_decoding (seq2seq.train.
+            tune_decoding) run on each direction's dev set alone (the same 500-sentence sample size), its
+            choice and BLEU per penalty beside the one penalty the run chose for both.
 
     python scripts/multilingual_study.py --minutes 30
 """
@@ -123,6 +126,41 @@ def compare(args: argparse.Namespace, runs: dict[str, Path], scores: dict[str, d
     return results
 
 
+def tuning(runs: dict[str, Path], results: dict) -> dict:
+    """tune_decoding on each dev direction alone with the multilingual model's chosen checkpoint."""
+    import torch
+
+    from seq2seq.inference.loading import load_for_inference
+    from seq2seq.inference.translator import Translator
+    from seq2seq.precision import resolve_precision
+    from seq2seq.train.tune_decoding import tune_decoding
+    from seq2seq.train.validation import Validator
+
+    checkpoint = chosen(runs["both"])
+    device = torch.device("cpu")
+    loaded = load_for_inference(checkpoint, device)
+    translator = Translator.from_checkpoint(checkpoint)
+    pooled = json.loads((runs["both"] / "summary.json").read_text()).get("decoding") or {}
+    found = {"pooled": {k: pooled.get(k) for k in ("values", "chosen", "bleu", "default_bleu", "sentences")}}
+    for src, tgt in DIRECTIONS:
+        sources = (BIBLE / f"dev.{src}").read_text(encoding="utf-8").splitlines()
+        references = (BIBLE / f"dev.{tgt}").read_text(encoding="utf-8").splitlines()
+        chosen_one = translator.for_languages(src_lang=src, tgt_lang=tgt)
+        encoded = chosen_one.encode(sources)
+        validator = Validator(
+            dev=[(torch.tensor(ids),) for ids in encoded.sources], dev_batches=[], make_batch=lambda i: None,
+            dev_src_texts=sources, dev_ref_texts=references, src_tokenizer=chosen_one.src_tokenizer,
+            tgt_tokenizer=chosen_one.tgt_tokenizer, loss_fn=lambda *a: None, device=device,
+            precision=resolve_precision("auto", device), search=chosen_one.options, max_tokens=4096,
+        )  # fmt: skip
+        record = tune_decoding(loaded.model, validator, sentences=500)
+        found[f"{src}-{tgt}"] = {k: record[k] for k in ("values", "chosen", "bleu", "default_bleu", "penalties")}
+        print(f"tuned on {src}-{tgt} alone: {record['values']} (chosen: {record['chosen']}; "
+              f"{record['bleu']:.2f} vs {record['default_bleu']:.2f} at the defaults)", flush=True)
+    results["tuning"] = found
+    return results
+
+
 def table(results: dict) -> str:
     lines = ["| direction | single BLEU / chrF | multilingual BLEU / chrF | p (BLEU, chrF) | sentences/s single / multi |",
              "|---|---|---|---|---|"]  # fmt: skip
@@ -149,7 +187,9 @@ def main() -> None:
     prepare(args)
     runs = train(args, experiment)
     scores = test(args, runs)
-    print(table(compare(args, runs, scores)))
+    results = tuning(runs, compare(args, runs, scores))
+    (ROOT / "runs" / args.name / "results.json").write_text(json.dumps(results, indent=2))
+    print(table(results))
 
 
 if __name__ == "__main__":
