@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from tiny_models import TINY
 
@@ -57,3 +58,19 @@ def tiny_train_overrides(corpus: Path, run_dir: Path | None, *changes: str) -> l
     ]
     kept = [override for override in base if override.split("=", 1)[0] not in changed]
     return kept + [change for change in changed.values() if not change.startswith("~")]
+
+
+def data_config(*, train: object, dev: object, cache_dir: Path, vocab_size: int = 60, **more: object) -> Any:
+    """A `data` config group as seq2seq.cli.data_config reads it, for tests that build one by hand:
+    `train` and `dev` as given (a mapping or a list), the filter and a small joint BPE tokenizer, and any
+    `more` keys (extra_train, temperature, ...)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.create({
+        "train": train, "dev": dev, "cache_dir": str(cache_dir), "encoding_errors": "strict", "workers": 1,
+        "transforms": [], "transform_splits": ["train"],
+        "filter": {"max_tokens_per_side": 256, "max_token_ratio": 3.0, "min_tokens_for_ratio": 5},
+        "tokenizer": {"model_type": "bpe", "vocab_size": vocab_size, "joint": True, "character_coverage": 1.0,
+                      "sample_sentences": 1000},
+        **more,
+    })  # fmt: skip

@@ -4,8 +4,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
-from toy_corpus import write_toy_corpus
+from toy_corpus import data_config, write_toy_corpus
 
 from seq2seq.cli.data_config import cleaning_transforms, prepared_corpus, training_corpora
 from seq2seq.cli.training_data import load_data
@@ -108,16 +107,10 @@ def test_uniform_weights_keep_the_plain_sampler():
 
 
 def _data_config(corpus_dir, tmp_path, *, extra):
-    return OmegaConf.create({
-        "train": {"src": str(corpus_dir / "train.en"), "tgt": str(corpus_dir / "train.es")},
-        "extra_train": extra,
-        "dev": {"src": str(corpus_dir / "dev.en"), "tgt": str(corpus_dir / "dev.es")},
-        "cache_dir": str(tmp_path / "cache"), "encoding_errors": "strict", "workers": 1,
-        "transforms": [], "transform_splits": ["train"],
-        "filter": {"max_tokens_per_side": 256, "max_token_ratio": 3.0, "min_tokens_for_ratio": 5},
-        "tokenizer": {"model_type": "bpe", "vocab_size": 60, "joint": True, "character_coverage": 1.0,
-                      "sample_sentences": 1000},
-    })  # fmt: skip
+    return data_config(
+        train={"src": str(corpus_dir / "train.en"), "tgt": str(corpus_dir / "train.es")}, extra_train=extra,
+        dev={"src": str(corpus_dir / "dev.en"), "tgt": str(corpus_dir / "dev.es")}, cache_dir=tmp_path / "cache",
+    )
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from toy_corpus import write_toy_corpus
+from toy_corpus import data_config, write_toy_corpus
 
 from seq2seq.cli.data_config import training_corpora
 from seq2seq.cli.training_data import load_data
@@ -16,18 +16,14 @@ from seq2seq.errors import UserError
 
 def _config(root: Path, **changes: object) -> OmegaConf:
     toy = write_toy_corpus(root / "toy", train=40)
-    config = OmegaConf.create({
-        "train": [
+    config = data_config(
+        train=[
             {"src": str(toy / "train.en"), "tgt": str(toy / "train.es"), "src_lang": "en", "tgt_lang": "es"},
             {"src": str(toy / "train.es"), "tgt": str(toy / "train.en"), "src_lang": "es", "tgt_lang": "en"},
         ],
-        "dev": {"src": str(toy / "dev.es"), "tgt": str(toy / "dev.en"), "src_lang": "es", "tgt_lang": "en"},
-        "cache_dir": str(root / "cache"), "encoding_errors": "strict", "workers": 1,
-        "transforms": [], "transform_splits": ["train"],
-        "filter": {"max_tokens_per_side": 256, "max_token_ratio": 3.0, "min_tokens_for_ratio": 5},
-        "tokenizer": {"model_type": "bpe", "vocab_size": 70, "joint": True, "character_coverage": 1.0,
-                      "sample_sentences": 1000},
-    })  # fmt: skip
+        dev={"src": str(toy / "dev.es"), "tgt": str(toy / "dev.en"), "src_lang": "es", "tgt_lang": "en"},
+        cache_dir=root / "cache", vocab_size=70,
+    )  # fmt: skip
     for key, value in changes.items():
         OmegaConf.update(config, key, value, merge=False, force_add=True)
     return config

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from toy_corpus import write_toy_corpus
+from toy_corpus import data_config, write_toy_corpus
 
 from seq2seq.cli.data_config import temperature_setting
 from seq2seq.cli.training_data import load_data
@@ -34,16 +34,11 @@ def test_t_1_keeps_every_weight_at_1_and_a_large_t_is_uniform() -> None:
 
 def _config(root: Path, **changes: object) -> OmegaConf:
     small, large = write_toy_corpus(root / "small", train=30), write_toy_corpus(root / "large", train=120, seed=1)
-    config = OmegaConf.create({
-        "train": [{"src": str(small / "train.en"), "tgt": str(small / "train.es"), "name": "small"},
-                  {"src": str(large / "train.en"), "tgt": str(large / "train.es"), "name": "large"}],
-        "dev": {"src": str(small / "dev.en"), "tgt": str(small / "dev.es")},
-        "cache_dir": str(root / "cache"), "encoding_errors": "strict", "workers": 1, "temperature": 2.0,
-        "transforms": [], "transform_splits": ["train"],
-        "filter": {"max_tokens_per_side": 256, "max_token_ratio": 3.0, "min_tokens_for_ratio": 5},
-        "tokenizer": {"model_type": "bpe", "vocab_size": 60, "joint": True, "character_coverage": 1.0,
-                      "sample_sentences": 1000},
-    })  # fmt: skip
+    config = data_config(
+        train=[{"src": str(small / "train.en"), "tgt": str(small / "train.es"), "name": "small"},
+               {"src": str(large / "train.en"), "tgt": str(large / "train.es"), "name": "large"}],
+        dev={"src": str(small / "dev.en"), "tgt": str(small / "dev.es")}, cache_dir=root / "cache", temperature=2.0,
+    )  # fmt: skip
     for key, value in changes.items():
         OmegaConf.update(config, key, value)
     return config
