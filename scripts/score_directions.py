@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Score a multilingual run on its test set, direction by direction, and print a summary.
 
-    python scripts/score_directions.py runs/bible_both.en-es/2026-11-27/10-00-00
+    python scripts/score_directions.py runs/bible_both.en-es
     python scripts/score_directions.py RUN_DIR --beam 5 --checkpoint RUN_DIR/best.pt decode.length_penalty=1.2
 
 The test sets are the run's `data.test` (from RUN_DIR/.hydra/config.yaml): a list with one
