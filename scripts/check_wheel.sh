@@ -115,9 +115,12 @@ say "$(grep -c '^composed' "$WORK/compose.log") options composed; the same throu
 EXPERIMENT=$(basename "$(ls "$CONFIGS"/experiment/*.yaml | head -n 1)" .yaml)
 run "$WORK/cli-experiment.log" "$VENV/bin/seq2seq-train" "experiment=$EXPERIMENT" --cfg job
 run "$WORK/cli-sweep.log" "$VENV/bin/seq2seq-train" +sweep=recipe_search hydra/launcher=slurm --cfg hydra
-grep -q "OptunaSweeper" "$WORK/cli-sweep.log" || fail "+sweep=recipe_search did not select the Optuna sweeper" "$WORK/cli-sweep.log"
+grep -q "seq2seq_sweeper.study_sweeper.StudySweeper" "$WORK/cli-sweep.log" \
+  || fail "+sweep=recipe_search did not select the study sweeper" "$WORK/cli-sweep.log"
 grep -q "SlurmLauncher" "$WORK/cli-sweep.log" || fail "hydra/launcher=slurm did not select the SLURM launcher" "$WORK/cli-sweep.log"
 run "$WORK/cli-sweeper.log" "$VENV/bin/seq2seq-train" hydra/sweeper=study hydra/launcher=joblib --cfg hydra
+run "$WORK/sweeper-import.log" "$VENV/bin/python" -c \
+  "import hydra_plugins.seq2seq_sweeper.study_sweeper, seq2seq.cli.study_sweeper"  # the plugin Hydra builds
 say "  experiment=$EXPERIMENT, +sweep=recipe_search hydra/launcher=slurm, hydra/sweeper=study hydra/launcher=joblib"
 
 say "training 3 updates of model=tiny on a tiny corpus (data=parallel_files)"

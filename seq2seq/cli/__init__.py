@@ -32,6 +32,7 @@ recipe_choice.py  which 30-minute recipe the quickstart trains, by native bf16 a
 schemas.py        typed schemas that check config values when Hydra composes them
 renamed_keys.py   renamed keys: an old key accepted for one release with a warning, or a one-line error
 resolvers.py      config resolvers for sweeps: threads per parallel job, the Optuna study's storage and seed
+study_sweeper.py  the Optuna sweeper of hydra/sweeper=study: a baseline trial 0, interrupted trials queued again
 launch.py         what every entry point does first: find the config tree, print a UserError as one line
 setting_checks.py checks of shared settings: device, progress bar, finite numbers
 """

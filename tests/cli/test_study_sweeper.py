@@ -1,0 +1,136 @@
+"""The study sweeper (hydra/sweeper=study): a new study's trial 0 is the recipe as composed, a trial a
+stopped invocation left running is queued again, and the AVX2 recipe study runs a trial end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from commands import run_module
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from toy_corpus import tiny_train_overrides
+
+from seq2seq.cli.launch import config_dir
+from seq2seq.cli.train import check_targets  # registers the schemas and resolvers, as seq2seq-train does
+
+PLUGINS = "the study sweeper needs the Hydra plugins: pip install -e '.[sweep]'"
+pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason=PLUGINS)
+optuna = pytest.importorskip("optuna", reason=PLUGINS)
+
+from hydra_plugins.hydra_optuna_sweeper._impl import create_params_from_overrides  # noqa: E402
+
+from seq2seq.cli import study_sweeper  # noqa: E402
+from seq2seq.cli.study_sweeper import (  # noqa: E402
+    PROCESS_ATTR,
+    baseline_params,
+    matching_value,
+    requeue_interrupted,
+)
+
+
+def composed(*overrides: str, hydra: bool = True):
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        return compose("train", overrides=list(overrides), return_hydra_config=hydra)
+
+
+def space_of(cfg) -> dict:
+    params = OmegaConf.to_container(cfg.hydra.sweeper.params)
+    space, fixed = create_params_from_overrides([f"{key}={value}" for key, value in params.items()])
+    assert not fixed
+    return space
+
+
+def dead_pid() -> int:
+    """A process id no process has: above the kernel's largest."""
+    return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+
+
+def test_a_list_setting_matches_the_choice_written_as_its_text() -> None:
+    betas = optuna.distributions.CategoricalDistribution(["[0.9,0.98]", "[0.9,0.999]"])
+    assert matching_value([0.9, 0.999], betas) == (True, "[0.9,0.999]")
+    assert matching_value([0.9, 0.9], betas) == (False, [0.9, 0.9])
+    tokens = optuna.distributions.CategoricalDistribution([2048, 4096])
+    assert matching_value(4096.0, tokens) == (True, 4096) and matching_value(True, tokens)[0] is False
+    assert matching_value(1, optuna.distributions.CategoricalDistribution([True]))[0] is False
+    warmup = optuna.distributions.IntUniformDistribution(100, 800)
+    assert matching_value(250, warmup) == (True, 250) and matching_value(90, warmup)[0] is False
+    scale = optuna.distributions.LogUniformDistribution(0.5, 3.0)
+    assert matching_value(1, scale) == (True, 1.0) and matching_value("1", scale)[0] is False
+
+
+def test_the_avx2_study_starts_from_the_quickstart_fp32_recipe() -> None:
+    check_targets(composed("+sweep=recipe_avx2", hydra=False))
+    cfg = composed("+sweep=recipe_avx2")
+    recipe = composed("experiment=cpu_fp32_30min", hydra=False)
+    space = space_of(cfg)
+    assert {"model.dropout", "model.attention_dropout", "model.activation_dropout", "loss.epsilon",
+            "trainer.max_tokens", "schedule.scale", "schedule.warmup", "optim.betas", "data.tokenizer.vocab_size",
+            "model.d_model", "model.ffn_dim", "model.encoder_layers", "model.decoder_layers",
+            "trainer.validate_every_minutes"} == set(space)  # fmt: skip
+    params, outside = baseline_params(cfg, space)
+    assert outside == [] and params["optim.betas"] == "[0.9,0.98]"
+    for key, value in params.items():  # trial 0 is the recipe: every searched key as it composes
+        assert OmegaConf.select(recipe, key) == (json.loads(value) if key == "optim.betas" else value), key
+    assert cfg.schedule.warmup == recipe.schedule.warmup == 250
+    assert (cfg.trainer.max_minutes, cfg.trainer.precision, cfg.trainer.average_fraction) == (30, "fp32", 0.2)
+    assert cfg.hydra.sweeper._target_ == "hydra_plugins.seq2seq_sweeper.study_sweeper.StudySweeper"
+    assert cfg.hydra.sweeper.study_name == "recipe_avx2" and cfg.hydra.sweeper.direction == "maximize"
+    for d_model in space["model.d_model"].choices:
+        assert d_model % cfg.model.n_heads == 0
+
+
+def test_a_value_outside_the_space_means_no_baseline() -> None:
+    cfg = composed("+sweep=recipe_avx2", "schedule.warmup=2000")
+    params, outside = baseline_params(cfg, space_of(cfg))
+    assert outside == ["schedule.warmup=2000"]
+
+
+def test_a_trial_whose_process_is_gone_is_queued_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(study_sweeper.socket, "gethostname", lambda: "here")
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="s", direction="maximize")
+    distribution = optuna.distributions.UniformDistribution(0.0, 1.0)
+    asked = {}
+    for name, process in (("gone", f"here:{dead_pid()}"), ("elsewhere", "there:1"), ("unmarked", None),
+                          ("finished", f"here:{dead_pid()}")):  # fmt: skip
+        trial = study.ask()
+        trial._suggest("x", distribution)
+        if process:
+            trial.set_system_attr(PROCESS_ATTR, process)
+        asked[name] = trial
+    study.tell(asked["finished"], 0.5)
+    assert requeue_interrupted(study) == [asked["gone"].number]
+    states = {name: study.trials[trial.number].state.name for name, trial in asked.items()}
+    assert states == {"gone": "FAIL", "elsewhere": "RUNNING", "unmarked": "RUNNING", "finished": "COMPLETE"}
+    waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
+    assert [t.system_attrs["fixed_params"] for t in waiting] == [{"x": asked["gone"].params["x"]}]
+    assert requeue_interrupted(study) == []  # queued once
+
+
+@pytest.mark.slow
+def test_the_avx2_study_runs_its_baseline_as_trial_0_then_samples(corpus: Path, tmp_path: Path) -> None:
+    """One invocation of two 1-update trials of the real study config on the toy corpus; the shape and
+    the data are fixed to the toy run's, so the search varies the rest of the space."""
+    toy = tiny_train_overrides(corpus, None, "~trainer.num_threads", "~schedule.warmup", "trainer.max_updates=1",
+                               "trainer.max_minutes=5")  # fmt: skip
+    shape = ["model.d_model=32", "model.ffn_dim=64", "model.encoder_layers=1", "model.decoder_layers=1"]
+    search = ["-m", "+sweep=recipe_avx2", "hydra.sweeper.n_trials=2", "run_name=toy", *toy, *shape]
+    result = run_module("seq2seq.cli.train", *search, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study_dir = tmp_path / "multirun" / "toy" / "recipe_avx2"
+    study = optuna.load_study(study_name="recipe_avx2", storage=f"sqlite:///{study_dir / 'study.db'}")
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+    searched = {"model.dropout", "model.attention_dropout", "model.activation_dropout", "loss.epsilon",
+                "schedule.scale", "schedule.warmup", "optim.betas", "trainer.validate_every_minutes"}  # fmt: skip
+    assert set(study.trials[0].params) == searched
+    baseline = {"model.dropout": 0.1, "model.attention_dropout": 0.0, "model.activation_dropout": 0.0,
+                "loss.epsilon": 0.1, "schedule.scale": 1.0, "schedule.warmup": 250, "optim.betas": "[0.9,0.98]",
+                "trainer.validate_every_minutes": 5}  # fmt: skip
+    assert study.trials[0].params == baseline  # trial 0: the recipe as composed
+    assert study.trials[1].params != baseline
+    (run,) = (p for p in study_dir.iterdir() if p.is_dir())
+    summary = json.loads((run / "0" / "summary.json").read_text())
+    assert summary["updates"] == 1 and "optim.betas=[0.9,0.98]" in summary["overrides"]
+    assert summary["final"]["bleu"] == study.trials[0].value
+    assert "trial 0 is the recipe as composed" in result.stderr + result.stdout
