@@ -62,7 +62,8 @@ def build_adamw(
 
     ``lr`` is the rate used until a schedule overwrites it (see ``schedules.ScheduledLR``).
     ``betas`` may be any two-element sequence (Hydra passes a ListConfig). With
-    ``no_decay_norm_and_bias=False`` every parameter is decayed.
+    ``no_decay_norm_and_bias=False`` every parameter is decayed. Torch's fused kernel runs the update
+    where it exists (the parameters on a CPU or a CUDA device, as they are when the trainer builds it).
     """
     betas = tuple(float(b) for b in betas)
     _check_adamw_args(lr, betas, eps, weight_decay)
@@ -84,7 +85,19 @@ def build_adamw(
             len(g["params"]),
             sum(p.numel() for p in g["params"]),
         )
-    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    fused = fused_kernel_fits(trainable)
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused or None)
+
+
+# Devices with torch's fused AdamW kernel: one kernel for all tensors instead of a Python loop over them,
+# the same update up to float rounding (benchmarks/train_overheads.py times both; benchmarks/results.md).
+FUSED_DEVICES = ("cpu", "cuda")
+
+
+def fused_kernel_fits(parameters: Sequence[torch.Tensor]) -> bool:
+    """True when every parameter is a floating-point tensor on one device type with the fused kernel."""
+    kinds = {p.device.type for p in parameters}
+    return len(kinds) == 1 and kinds <= set(FUSED_DEVICES) and all(p.is_floating_point() for p in parameters)
 
 
 def _with_grads(parameters: Iterable[torch.Tensor] | torch.Tensor) -> list[torch.Tensor]:

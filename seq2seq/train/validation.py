@@ -27,6 +27,11 @@ from seq2seq.model.transformer import Seq2Seq
 from seq2seq.precision import autocast
 from seq2seq.train.objective import batch_loss
 
+# Source tokens per dev-decoding batch, at the least: a training batch is sized for what backward can hold,
+# a decoding batch only for the search, and on a CPU bigger ones decode faster (benchmarks/train_overheads.py),
+# which gives a short run's budget back to its updates.
+MIN_DECODE_TOKENS = 8192
+
 log = logging.getLogger(__name__)
 
 
@@ -76,13 +81,14 @@ class Validator:
         attention_plot: bool = True,
         directions: Sequence[DevDirection] = (),
     ) -> None:
-        """`directions`: a multilingual dev set's (each scored alone, the means are `bleu`/`chrf`); empty:
+        """`max_tokens`: the run's batch size; dev decoding (here and in tune_decoding) batches at least
+        MIN_DECODE_TOKENS source tokens. `directions`: a multilingual dev set's (each scored alone, the means are `bleu`/`chrf`); empty:
         one dev set, whose forced target tokens are the target tokenizer's prefix."""
         self.dev, self.dev_batches, self.make_batch = dev, dev_batches, make_batch
         self.src_texts, self.ref_texts = dev_src_texts, dev_ref_texts
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
         self.loss_fn, self.device, self.precision = loss_fn, device, precision
-        self.search, self.max_tokens = search, max_tokens
+        self.search, self.max_tokens = search, max(max_tokens, MIN_DECODE_TOKENS)
         self.compute_bleu, self.max_sentences = compute_bleu, max_sentences
         self.n_samples, self.attention_plot = n_samples, attention_plot
         self.directions = list(directions)

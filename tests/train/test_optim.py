@@ -12,7 +12,7 @@ from torch import nn
 
 from seq2seq.errors import UserError
 from seq2seq.nn.embeddings import TokenEmbedding
-from seq2seq.train.optim import build_adamw, clip_gradients, no_decay_parameter_ids
+from seq2seq.train.optim import build_adamw, clip_gradients, fused_kernel_fits, no_decay_parameter_ids
 
 
 class Tiny(nn.Module):
@@ -135,3 +135,33 @@ def test_clip_gradients_can_only_measure(max_norm):
 def test_non_finite_gradients_are_reported_not_raised(bad, max_norm):
     params = _with_grads([1.0, bad], [2.0])
     assert not math.isfinite(clip_gradients(params, max_norm=max_norm))
+
+
+def test_the_fused_update_is_torchs_for_loop_update_up_to_rounding():
+    """The fused kernel runs where it exists (here: the CPU) and makes the same AdamW updates, weight
+    decay and its exempt group included, as torch's per-tensor loop."""
+    torch.manual_seed(0)
+    fused_model, loop_model = Tiny(), Tiny()
+    loop_model.load_state_dict(fused_model.state_dict())
+    start = fused_model.proj.weight.detach().clone()
+    fused = build_adamw(fused_model, lr=1e-2, weight_decay=0.1)
+    loop = build_adamw(loop_model, lr=1e-2, weight_decay=0.1)
+    for group in loop.param_groups:
+        group["fused"] = None  # torch's default on a CPU: the loop
+    assert all(g["fused"] for g in fused.param_groups)
+    for step in range(5):
+        tokens = torch.randint(0, 7, (2, 4), generator=torch.Generator().manual_seed(step))
+        for model, optimizer in ((fused_model, fused), (loop_model, loop)):
+            optimizer.zero_grad()
+            model(tokens).pow(2).mean().backward()
+            optimizer.step()
+    for (name, a), b in zip(fused_model.state_dict().items(), loop_model.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
+    assert not torch.allclose(fused_model.proj.weight, start, atol=1e-3)  # it did train
+
+
+def test_parameters_where_torch_has_no_fused_kernel_get_the_loop():
+    model = nn.Linear(3, 2, device="meta")
+    assert not fused_kernel_fits(list(model.parameters()))
+    assert all(not g["fused"] for g in build_adamw(model, lr=1e-3).param_groups)
+    assert fused_kernel_fits(list(nn.Linear(3, 2).parameters()))
