@@ -76,24 +76,27 @@ def loss_pass(model, prepared: list, loss_fn, precision: str) -> Callable[[], fl
 
 
 def optimizer_steps(model) -> dict[str, Callable[[], None]]:
-    """The optimizer as build_adamw makes it, and the same with fused=True, on gradients of the model's
-    shape (each optimizer keeps its own copy of the weights, so neither changes the model)."""
+    """AdamW over build_adamw's parameter groups as torch runs it by default on a CPU (a loop over the
+    tensors) and fused (what build_adamw picks where the kernel exists), on gradients of the model's
+    shape; each optimizer keeps its own copy of the weights, so neither changes the model."""
     steps = {}
-    for name, fused in (("default", False), ("fused", True)):
+    for name, fused in (("default loop", False), ("fused", True)):
         copy = [torch.nn.Parameter(p.detach().clone()) for p in model.parameters()]
         for parameter in copy:
             parameter.grad = torch.randn_like(parameter) * 1e-3
-        holder = torch.nn.ParameterList(copy)
-        optimizer = build_adamw(holder, lr=1e-4)
-        if fused:
-            groups = [{"params": g["params"], "weight_decay": g["weight_decay"]} for g in optimizer.param_groups]
-            optimizer = torch.optim.AdamW(groups, lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
+        groups = [
+            {"params": g["params"], "weight_decay": g["weight_decay"]}
+            for g in build_adamw(torch.nn.ParameterList(copy), lr=1e-4).param_groups
+        ]
+        optimizer = torch.optim.AdamW(groups, lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=fused or None)
         steps[name] = optimizer.step
     return steps
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("checkpoint", type=Path)
     parser.add_argument("--dev-src", type=Path, default=Path("data/bible_en_es/dev.en"))
     parser.add_argument("--dev-ref", type=Path, default=Path("data/bible_en_es/dev.es"))
@@ -117,8 +120,10 @@ def main() -> None:
     chosen = [pairs[i] for i in evenly_spread(len(pairs), args.sentences)]
     loss_fn = partial(projected_label_smoothed_nll, epsilon=0.1, pad_id=tokenizer.pad_id)
     precision = args.precision
-    print(f"model: {args.checkpoint} (update {loaded.step}); {len(pairs)} dev pairs; precision {precision}; "
-          f"load {load_average()}")  # fmt: skip
+    print(
+        f"model: {args.checkpoint} (update {loaded.step}); {len(pairs)} dev pairs; precision {precision}; "
+        f"load {load_average()}"
+    )
 
     # the unit of learning: one training step on a batch of the run's size
     train_batch = max(batches(pairs, args.max_tokens, tokenizer), key=lambda b: b.n_tgt_tokens)
@@ -136,22 +141,35 @@ def main() -> None:
     budget = args.max_tokens
     whole = loss_pass(model, batches(pairs, budget, tokenizer), loss_fn, precision)
     subset = loss_pass(model, batches(chosen, budget, tokenizer), loss_fn, precision)
-    loss = time_interleaved({"whole dev set": whole, f"{len(chosen)} pairs": subset}, warmup=1,
-                            repeats=args.repeats)  # fmt: skip
+    loss = time_interleaved(
+        {"whole dev set": whole, f"{len(chosen)} pairs": subset}, warmup=1, repeats=args.repeats
+    )
     options = SearchOptions(beam_size=1, max_len_a=1.2, max_len_b=10)
     sources = [src for src, _ in chosen]
 
     def decode(max_tokens: int) -> Callable[[], object]:
-        return lambda: search_ids(model, sources, options=options, ids=SpecialIds.of(tokenizer), device=CPU,
-                                  max_tokens=max_tokens, precision=precision)  # fmt: skip
+        return lambda: search_ids(
+            model,
+            sources,
+            options=options,
+            ids=SpecialIds.of(tokenizer),
+            device=CPU,
+            max_tokens=max_tokens,
+            precision=precision,
+        )
 
     decoding = time_interleaved({b: decode(b) for b in BUDGETS}, warmup=1, repeats=args.repeats)
     with tempfile.TemporaryDirectory() as directory:
         target = Path(directory) / "snapshot.pt"
         snapshot = time_interleaved(
-            {"snapshot": lambda: save_checkpoint(target, {"model": model.state_dict(), "step": 1, "snapshot": True})},
-            warmup=1, repeats=args.repeats,
-        )["snapshot"].median  # fmt: skip
+            {
+                "snapshot": lambda: save_checkpoint(
+                    target, {"model": model.state_dict(), "step": 1, "snapshot": True}
+                )
+            },
+            warmup=1,
+            repeats=args.repeats,
+        )["snapshot"].median
 
     seconds = 60 * args.minutes
     validations = max(0, int((args.minutes - 1e-9) // args.validate_minutes))  # in the budget (not the last)
@@ -164,21 +182,47 @@ def main() -> None:
         return f"{100 * cost * count / seconds:.2f}%"
 
     for name, timing in optimizer.items():
-        rows.append([f"optimizer step, {name}", f"{1000 * timing.median:.1f} ms", f"x {updates:.0f}",
-                     share(timing.median, updates)])  # fmt: skip
+        rows.append(
+            [
+                f"optimizer step, {name}",
+                f"{1000 * timing.median:.1f} ms",
+                f"x {updates:.0f}",
+                share(timing.median, updates),
+            ]
+        )
     for name, timing in loss.items():
-        rows.append([f"dev loss, {name}", f"{timing.median:.2f} s", f"x {validations}",
-                     share(timing.median, validations)])  # fmt: skip
+        rows.append(
+            [
+                f"dev loss, {name}",
+                f"{timing.median:.2f} s",
+                f"x {validations}",
+                share(timing.median, validations),
+            ]
+        )
     for name, timing in decoding.items():
-        rows.append([f"greedy dev decode, {len(chosen)} sentences, max_tokens {name}", f"{timing.median:.2f} s",
-                     f"x {validations}", share(timing.median, validations)])  # fmt: skip
-    rows.append(["weights-only snapshot", f"{1000 * snapshot:.0f} ms", f"x {updates / 25:.0f}",
-                 share(snapshot, updates / 25)])  # fmt: skip
+        rows.append(
+            [
+                f"greedy dev decode, {len(chosen)} sentences, max_tokens {name}",
+                f"{timing.median:.2f} s",
+                f"x {validations}",
+                share(timing.median, validations),
+            ]
+        )
+    rows.append(
+        [
+            "weights-only snapshot",
+            f"{1000 * snapshot:.0f} ms",
+            f"x {updates / 25:.0f}",
+            share(snapshot, updates / 25),
+        ]
+    )
     print(format_table(["part", "each", f"in {args.minutes:g} min", "share of the run"], rows))
-    fused = optimizer["default"].median / optimizer["fused"].median
+    fused = optimizer["default loop"].median / optimizer["fused"].median
     print_headline("AdamW step, default vs fused", "torch's default (for-loop)", f"{fused:.2f}x")
     ratio = decoding[budget].median / decoding[max(BUDGETS)].median
-    print_headline(f"greedy dev decode, max_tokens {budget} vs {max(BUDGETS)}", f"max_tokens {budget}", f"{ratio:.2f}x")
+    print_headline(
+        f"greedy dev decode, max_tokens {budget} vs {max(BUDGETS)}", f"max_tokens {budget}", f"{ratio:.2f}x"
+    )
 
 
 if __name__ == "__main__":

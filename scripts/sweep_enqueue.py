@@ -9,6 +9,11 @@ The next invocation of the same recipe asks the study for a trial and gets the q
 (Optuna's enqueue_trial), so a guess from experience or from a paper is trained, scored and stored
 like any other trial and the sampler learns from it. Every searched setting must be given, with a
 value inside the range the study searches; anything else is refused before it is queued.
+
+    python scripts/sweep_enqueue.py multirun/bible.en-es/recipe_avx2 --requeue-running
+
+queues again every trial the study holds as RUNNING, for a study whose machine is gone (the sweeper
+queues those of its own machine by itself); only when no invocation of the study runs anywhere.
 """
 
 from __future__ import annotations
@@ -105,15 +110,34 @@ def enqueue(study_dir: Path, items: list[str], study_name: str | None) -> tuple[
     return study.study_name, settings
 
 
+def requeue_running(study_dir: Path, study_name: str | None) -> tuple[str, list[int]]:
+    from seq2seq.cli.study_sweeper import requeue_interrupted  # the sweep extra, as this script
+
+    study = open_study(storage_url(study_dir), study_name)
+    return study.study_name, requeue_interrupted(study, everything_running=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("study_dir", type=Path, help="the directory holding study.db (or the file itself)")
-    parser.add_argument("settings", nargs="+", help="KEY=VALUE for every searched setting")
+    parser.add_argument("settings", nargs="*", help="KEY=VALUE for every searched setting")
     parser.add_argument("--study", default=None, help="study name, when the storage holds several")
+    parser.add_argument(
+        "--requeue-running",
+        action="store_true",
+        help="queue again every RUNNING trial (when no invocation of the study runs)",
+    )
     args = parser.parse_args(argv)
+    if args.requeue_running == bool(args.settings):
+        parser.error("give either KEY=VALUE settings or --requeue-running")
     try:
+        if args.requeue_running:
+            study_name, numbers = requeue_running(args.study_dir, args.study)
+            print(f"study '{study_name}': queued again the settings of trials {numbers}" if numbers
+                  else f"study '{study_name}' has no RUNNING trial")  # fmt: skip
+            return 0
         study_name, settings = enqueue(args.study_dir, args.settings, args.study)
     except ReportError as error:  # EnqueueError, or a problem opening the study
         print(f"error: {error}", file=sys.stderr)

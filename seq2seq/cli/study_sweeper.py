@@ -49,22 +49,28 @@ def process_is_gone(process: str) -> bool:
     return False
 
 
-def requeue_interrupted(study: optuna.Study) -> list[int]:
-    """Fail each trial left RUNNING by a process of this machine that is gone, and queue its settings
-    again. Returns the numbers of the trials queued again."""
+def requeue_interrupted(study: optuna.Study, *, everything_running: bool = False) -> list[int]:
+    """Fail each trial left RUNNING by a process of this machine that is gone (with `everything_running`:
+    each RUNNING trial, for a caller who knows that none runs), and queue its settings again. Returns the
+    numbers of the trials queued again."""
     requeued = []
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         process = trial.system_attrs.get(PROCESS_ATTR)
-        if process is None or not process_is_gone(process):
-            log.info("trial %d is running (asked by %s); left alone", trial.number, process or "an unknown process")
+        if not everything_running and (process is None or not process_is_gone(process)):
+            log.info(
+                "trial %d is running (asked by %s); left alone", trial.number, process or "an unknown process"
+            )
             continue
         study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # enqueue_trial is marked experimental in optuna 2
             study.enqueue_trial(dict(trial.params))
         requeued.append(trial.number)
-        log.info("trial %d was interrupted (%s is gone): marked FAIL, its settings queued again",
-                 trial.number, process)  # fmt: skip
+        log.info(
+            "trial %d was interrupted (%s is gone): marked FAIL, its settings queued again",
+            trial.number,
+            process or "its process",
+        )
     return requeued
 
 
@@ -125,14 +131,20 @@ class StudySweeperImpl(OptunaSweeperImpl):
 
     def prepare_study(self, space: Mapping[str, BaseDistribution]) -> None:
         study = optuna.create_study(
-            study_name=self.study_name, storage=self.storage, directions=self._get_directions(), load_if_exists=True
+            study_name=self.study_name,
+            storage=self.storage,
+            directions=self._get_directions(),
+            load_if_exists=True,
         )
         requeue_interrupted(study)
         if study.get_trials(deepcopy=False) or not space:
             return
         params, outside = baseline_params(self.config, space)
         if outside:
-            log.info("no baseline trial: the composed recipe lies outside the searched space (%s)", ", ".join(outside))
+            log.info(
+                "no baseline trial: the composed recipe lies outside the searched space (%s)",
+                ", ".join(outside),
+            )
             return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # enqueue_trial is marked experimental in optuna 2

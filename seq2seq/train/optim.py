@@ -85,8 +85,8 @@ def build_adamw(
             len(g["params"]),
             sum(p.numel() for p in g["params"]),
         )
-    fused = fused_kernel_fits(trainable)
-    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused or None)
+    fused = fused_kernel_fits(trainable) or None  # None: torch's own choice (its loop)
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused)
 
 
 # Devices with torch's fused AdamW kernel: one kernel for all tensors instead of a Python loop over them,

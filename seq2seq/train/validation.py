@@ -27,9 +27,9 @@ from seq2seq.model.transformer import Seq2Seq
 from seq2seq.precision import autocast
 from seq2seq.train.objective import batch_loss
 
-# Source tokens per dev-decoding batch, at the least: a training batch is sized for what backward can hold,
-# a decoding batch only for the search, and on a CPU bigger ones decode faster (benchmarks/train_overheads.py),
-# which gives a short run's budget back to its updates.
+# Source tokens per dev-decoding batch, at the least: a training batch is sized for what backward can
+# hold, a decoding batch only for the search, and on a CPU bigger ones decode faster
+# (benchmarks/train_overheads.py), which gives a short run's budget back to its updates.
 MIN_DECODE_TOKENS = 8192
 
 log = logging.getLogger(__name__)
@@ -82,8 +82,9 @@ class Validator:
         directions: Sequence[DevDirection] = (),
     ) -> None:
         """`max_tokens`: the run's batch size; dev decoding (here and in tune_decoding) batches at least
-        MIN_DECODE_TOKENS source tokens. `directions`: a multilingual dev set's (each scored alone, the means are `bleu`/`chrf`); empty:
-        one dev set, whose forced target tokens are the target tokenizer's prefix."""
+        MIN_DECODE_TOKENS source tokens. `directions`: a multilingual dev set's (each scored alone, the
+        means are `bleu`/`chrf`); empty: one dev set, whose forced target tokens are the target
+        tokenizer's prefix."""
         self.dev, self.dev_batches, self.make_batch = dev, dev_batches, make_batch
         self.src_texts, self.ref_texts = dev_src_texts, dev_ref_texts
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer

@@ -65,10 +65,22 @@ def test_the_avx2_study_starts_from_the_quickstart_fp32_recipe() -> None:
     cfg = composed("+sweep=recipe_avx2")
     recipe = composed("experiment=cpu_fp32_30min", hydra=False)
     space = space_of(cfg)
-    assert {"model.dropout", "model.attention_dropout", "model.activation_dropout", "loss.epsilon",
-            "trainer.max_tokens", "schedule.scale", "schedule.warmup", "optim.betas", "data.tokenizer.vocab_size",
-            "model.d_model", "model.ffn_dim", "model.encoder_layers", "model.decoder_layers",
-            "trainer.validate_every_minutes"} == set(space)  # fmt: skip
+    assert {
+        "model.dropout",
+        "model.attention_dropout",
+        "model.activation_dropout",
+        "loss.epsilon",
+        "trainer.max_tokens",
+        "schedule.scale",
+        "schedule.warmup",
+        "optim.betas",
+        "data.tokenizer.vocab_size",
+        "model.d_model",
+        "model.ffn_dim",
+        "model.encoder_layers",
+        "model.decoder_layers",
+        "trainer.validate_every_minutes",
+    } == set(space)
     params, outside = baseline_params(cfg, space)
     assert outside == [] and params["optim.betas"] == "[0.9,0.98]"
     for key, value in params.items():  # trial 0 is the recipe: every searched key as it composes
@@ -87,13 +99,21 @@ def test_a_value_outside_the_space_means_no_baseline() -> None:
     assert outside == ["schedule.warmup=2000"]
 
 
-def test_a_trial_whose_process_is_gone_is_queued_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_trial_whose_process_is_gone_is_queued_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(study_sweeper.socket, "gethostname", lambda: "here")
-    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="s", direction="maximize")
+    study = optuna.create_study(
+        storage=f"sqlite:///{tmp_path / 'study.db'}", study_name="s", direction="maximize"
+    )
     distribution = optuna.distributions.UniformDistribution(0.0, 1.0)
     asked = {}
-    for name, process in (("gone", f"here:{dead_pid()}"), ("elsewhere", "there:1"), ("unmarked", None),
-                          ("finished", f"here:{dead_pid()}")):  # fmt: skip
+    for name, process in (
+        ("gone", f"here:{dead_pid()}"),
+        ("elsewhere", "there:1"),
+        ("unmarked", None),
+        ("finished", f"here:{dead_pid()}"),
+    ):
         trial = study.ask()
         trial._suggest("x", distribution)
         if process:
@@ -106,14 +126,27 @@ def test_a_trial_whose_process_is_gone_is_queued_again(tmp_path: Path, monkeypat
     waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
     assert [t.system_attrs["fixed_params"] for t in waiting] == [{"x": asked["gone"].params["x"]}]
     assert requeue_interrupted(study) == []  # queued once
+    # scripts/sweep_enqueue.py --requeue-running: the user knows nothing runs, wherever it was asked
+    assert requeue_interrupted(study, everything_running=True) == [
+        asked["elsewhere"].number,
+        asked["unmarked"].number,
+    ]
+    assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+    assert len(study.get_trials(states=(optuna.trial.TrialState.WAITING,))) == 3
 
 
 @pytest.mark.slow
 def test_the_avx2_study_runs_its_baseline_as_trial_0_then_samples(corpus: Path, tmp_path: Path) -> None:
     """One invocation of two 1-update trials of the real study config on the toy corpus; the shape and
     the data are fixed to the toy run's, so the search varies the rest of the space."""
-    toy = tiny_train_overrides(corpus, None, "~trainer.num_threads", "~schedule.warmup", "trainer.max_updates=1",
-                               "trainer.max_minutes=5")  # fmt: skip
+    toy = tiny_train_overrides(
+        corpus,
+        None,
+        "~trainer.num_threads",
+        "~schedule.warmup",
+        "trainer.max_updates=1",
+        "trainer.max_minutes=5",
+    )
     shape = ["model.d_model=32", "model.ffn_dim=64", "model.encoder_layers=1", "model.decoder_layers=1"]
     search = ["-m", "+sweep=recipe_avx2", "hydra.sweeper.n_trials=2", "run_name=toy", *toy, *shape]
     result = run_module("seq2seq.cli.train", *search, cwd=tmp_path)
@@ -121,12 +154,27 @@ def test_the_avx2_study_runs_its_baseline_as_trial_0_then_samples(corpus: Path, 
     study_dir = tmp_path / "multirun" / "toy" / "recipe_avx2"
     study = optuna.load_study(study_name="recipe_avx2", storage=f"sqlite:///{study_dir / 'study.db'}")
     assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
-    searched = {"model.dropout", "model.attention_dropout", "model.activation_dropout", "loss.epsilon",
-                "schedule.scale", "schedule.warmup", "optim.betas", "trainer.validate_every_minutes"}  # fmt: skip
+    searched = {
+        "model.dropout",
+        "model.attention_dropout",
+        "model.activation_dropout",
+        "loss.epsilon",
+        "schedule.scale",
+        "schedule.warmup",
+        "optim.betas",
+        "trainer.validate_every_minutes",
+    }
     assert set(study.trials[0].params) == searched
-    baseline = {"model.dropout": 0.1, "model.attention_dropout": 0.0, "model.activation_dropout": 0.0,
-                "loss.epsilon": 0.1, "schedule.scale": 1.0, "schedule.warmup": 250, "optim.betas": "[0.9,0.98]",
-                "trainer.validate_every_minutes": 5}  # fmt: skip
+    baseline = {
+        "model.dropout": 0.1,
+        "model.attention_dropout": 0.0,
+        "model.activation_dropout": 0.0,
+        "loss.epsilon": 0.1,
+        "schedule.scale": 1.0,
+        "schedule.warmup": 250,
+        "optim.betas": "[0.9,0.98]",
+        "trainer.validate_every_minutes": 5,
+    }
     assert study.trials[0].params == baseline  # trial 0: the recipe as composed
     assert study.trials[1].params != baseline
     (run,) = (p for p in study_dir.iterdir() if p.is_dir())
