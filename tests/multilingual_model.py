@@ -79,3 +79,21 @@ def own_multilingual_checkpoint(path: Path) -> Path:
     }
     save_checkpoint(path, payload)
     return path
+
+
+def dev_validator(checkpoint: Path, texts: list[str], search, *, max_tokens: int = 4096):
+    """A Validator whose dev set is `texts` (sources and references alike) as the checkpoint's Translator
+    encodes them, and the checkpoint's model: (validator, model)."""
+    from seq2seq import Translator
+    from seq2seq.inference.loading import load_for_inference
+    from seq2seq.train.validation import Validator
+
+    loaded = load_for_inference(checkpoint, torch.device("cpu"))
+    sources = Translator.from_checkpoint(checkpoint).encode(texts).sources
+    check = Validator(
+        dev=[(torch.tensor(source),) for source in sources], dev_batches=[], make_batch=lambda indices: None,
+        dev_src_texts=texts, dev_ref_texts=texts, src_tokenizer=loaded.src_tokenizer,
+        tgt_tokenizer=loaded.tgt_tokenizer, loss_fn=lambda *args: None, device=torch.device("cpu"),
+        precision="fp32", search=search, max_tokens=max_tokens, n_samples=len(texts), attention_plot=False,
+    )  # fmt: skip
+    return check, loaded.model

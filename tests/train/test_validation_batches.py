@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from multilingual_model import OPTIONS, multilingual_checkpoint
+from multilingual_model import OPTIONS, dev_validator, multilingual_checkpoint
 
-from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
-from seq2seq.inference.loading import load_for_inference
 from seq2seq.train import validation
 from seq2seq.train.validation import MIN_DECODE_TOKENS, Validator
 
@@ -24,16 +22,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def validator(checkpoint: Path, max_tokens: int) -> tuple[Validator, torch.nn.Module]:
-    loaded = load_for_inference(checkpoint, torch.device("cpu"))
-    sources = Translator.from_checkpoint(checkpoint).encode(TEXTS).sources
-    check = Validator(
-        dev=[(torch.tensor(source),) for source in sources], dev_batches=[], make_batch=lambda indices: None,
-        dev_src_texts=TEXTS, dev_ref_texts=TEXTS, src_tokenizer=loaded.src_tokenizer,
-        tgt_tokenizer=loaded.tgt_tokenizer, loss_fn=lambda *args: None, device=torch.device("cpu"),
-        precision="fp32", search=SearchOptions(beam_size=1, **OPTIONS), max_tokens=max_tokens,
-        n_samples=len(TEXTS), attention_plot=False,
-    )  # fmt: skip
-    return check, loaded.model
+    return dev_validator(checkpoint, TEXTS, SearchOptions(beam_size=1, **OPTIONS), max_tokens=max_tokens)
 
 
 @pytest.mark.parametrize(("training", "decoding"), [(512, MIN_DECODE_TOKENS), (20000, 20000)])

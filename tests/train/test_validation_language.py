@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 import torch
-from multilingual_model import OPTIONS, multilingual_checkpoint
+from multilingual_model import OPTIONS, dev_validator, multilingual_checkpoint
 
 from seq2seq import Translator
 from seq2seq.decode.options import SearchOptions
@@ -27,15 +27,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def validator(checkpoint: Path) -> tuple[Validator, torch.nn.Module]:
-    loaded = load_for_inference(checkpoint, torch.device("cpu"))
-    sources = Translator.from_checkpoint(checkpoint).encode(TEXTS).sources
-    check = Validator(
-        dev=[(torch.tensor(source),) for source in sources], dev_batches=[], make_batch=lambda indices: None,
-        dev_src_texts=TEXTS, dev_ref_texts=TEXTS, src_tokenizer=loaded.src_tokenizer,
-        tgt_tokenizer=loaded.tgt_tokenizer, loss_fn=lambda *args: None, device=torch.device("cpu"),
-        precision="fp32", search=SEARCH, max_tokens=4096, n_samples=len(TEXTS), attention_plot=False,
-    )  # fmt: skip
-    return check, loaded.model
+    return dev_validator(checkpoint, TEXTS, SEARCH)
 
 
 def test_dev_bleu_decodes_as_the_translator(checkpoint):
