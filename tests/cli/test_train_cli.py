@@ -131,7 +131,9 @@ def test_torchrun_two_processes_on_cpu(corpus: Path, tmp_path: Path) -> None:
     result = subprocess.run(
         command, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300, check=False
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    log = run_dir / "train.log"
+    where = log.read_text()[-2000:] if log.is_file() else "no train.log"  # how far rank 0 got
+    assert result.returncode == 0, f"{result.stdout[-2000:]}\n{result.stderr[-3000:]}\n{where}"
     assert json.loads((run_dir / "summary.json").read_text())["updates"] == 4
     assert "joined the gloo process group" in result.stdout + result.stderr
 
