@@ -178,44 +178,17 @@ def main() -> None:
         ["training step (fwd+loss+bwd)", f"{1000 * step:.0f} ms", f"~{updates:.0f} updates", "-"],
     ]
 
-    def share(cost: float, count: float) -> str:
-        return f"{100 * cost * count / seconds:.2f}%"
+    def row(label: str, seconds_each: float, count: float) -> list[str]:
+        each = f"{1000 * seconds_each:.1f} ms" if seconds_each < 1 else f"{seconds_each:.2f} s"
+        return [label, each, f"x {count:.0f}", f"{100 * seconds_each * count / seconds:.2f}%"]
 
-    for name, timing in optimizer.items():
-        rows.append(
-            [
-                f"optimizer step, {name}",
-                f"{1000 * timing.median:.1f} ms",
-                f"x {updates:.0f}",
-                share(timing.median, updates),
-            ]
-        )
-    for name, timing in loss.items():
-        rows.append(
-            [
-                f"dev loss, {name}",
-                f"{timing.median:.2f} s",
-                f"x {validations}",
-                share(timing.median, validations),
-            ]
-        )
-    for name, timing in decoding.items():
-        rows.append(
-            [
-                f"greedy dev decode, {len(chosen)} sentences, max_tokens {name}",
-                f"{timing.median:.2f} s",
-                f"x {validations}",
-                share(timing.median, validations),
-            ]
-        )
-    rows.append(
-        [
-            "weights-only snapshot",
-            f"{1000 * snapshot:.0f} ms",
-            f"x {updates / 25:.0f}",
-            share(snapshot, updates / 25),
-        ]
-    )
+    rows += [row(f"optimizer step, {name}", t.median, updates) for name, t in optimizer.items()]
+    rows += [row(f"dev loss, {name}", t.median, validations) for name, t in loss.items()]
+    rows += [
+        row(f"greedy dev decode, {len(chosen)} sentences, max_tokens {name}", t.median, validations)
+        for name, t in decoding.items()
+    ]
+    rows.append(row("weights-only snapshot", snapshot, updates / 25))
     print(format_table(["part", "each", f"in {args.minutes:g} min", "share of the run"], rows))
     fused = optimizer["default loop"].median / optimizer["fused"].median
     print_headline("AdamW step, default vs fused", "torch's default (for-loop)", f"{fused:.2f}x")
