@@ -21,5 +21,5 @@ markup.py       inline tags, entities and placeholders taken out of a line: its 
 tag_projection.py  a line's markup put back into its translation by the alignment of their pieces
 piece_spans.py  where each piece of a tokenized text stands in the text (character spans)
 markup_text.py  markup=auto|true|false: the Translator's texts with markup, out before the search, back after
-document_formats.py  format=html|xliff|po: whole files translated segment by segment into the same format
+document_formats/  format=html|xliff|po: whole files translated segment by segment into the same format
 """

@@ -19,6 +19,7 @@ from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
 from seq2seq.inference.alignment import CrossAttending, column_links, most_attended, proportional_links
 from seq2seq.inference.confidence import Translation
+from seq2seq.inference.languages import languages_of
 from seq2seq.inference.markup import Marked, has_markup, parse_markup
 from seq2seq.inference.piece_spans import piece_spans
 from seq2seq.inference.results import by_rank
@@ -108,7 +109,9 @@ class _Aligner:
         if self.model is not None and model.config.get("alignment_layer") is not None:
             self.layer = int(model.config["alignment_layer"])
             self.attention_head = model.config.get("alignment_head")
-        self.head = len(getattr(translator.src_tokenizer, "prefix", ()))
+        # the language codes a source may start with: sources of one call can come from several
+        # languages' tokenizers (language_columns, the server), so each source's own count is used
+        self.codes = frozenset(languages_of(translator.src_tokenizer).values())
 
     def columns(self, jobs: list[tuple[list[int], list[int]]]) -> list[list[int] | None]:
         """Per (source, output tokens) job, each output token's most attended source column, all in
@@ -135,9 +138,11 @@ class _Aligner:
         target_pieces: list[str] = []
         links: list[tuple[int, int]] = []
         for source, hypothesis in zip(chunks, parts):
-            body = list(source[self.head : -1])  # the chunk's own tokens: no language code, no eos
+            head = self._head(source)
+            body = list(source[head:-1])  # the chunk's own tokens: no language code, no eos
             own = list(self.translator.own_tokens(hypothesis).tokens)
-            for s, t in self._links(next(columns), len(hypothesis.tokens), len(body), len(own)):
+            codes = (head, len(hypothesis.tokens) - len(own))
+            for s, t in self._links(next(columns), codes, len(body), len(own)):
                 links.append((s + len(source_pieces), t + len(target_pieces)))
             source_pieces += [src_tokenizer.id_to_piece(i) for i in body]
             target_pieces += [tgt_tokenizer.id_to_piece(i) for i in own]
@@ -145,10 +150,20 @@ class _Aligner:
             marked, piece_spans(marked.plain, source_pieces), text, piece_spans(text, target_pieces), links
         )
 
-    def _links(self, columns: list[int] | None, length: int, body: int, own: int) -> list[tuple[int, int]]:
+    def _head(self, source: Sequence[int]) -> int:
+        """How many language codes start `source` (its tokenizer's prefix)."""
+        count = 0
+        while count < len(source) and source[count] in self.codes:
+            count += 1
+        return count
+
+    def _links(
+        self, columns: list[int] | None, codes: tuple[int, int], body: int, own: int
+    ) -> list[tuple[int, int]]:
+        """Links between the body's pieces and the output's own; `codes`: the language codes before each."""
         if columns is None:
             return proportional_links(body, own)
-        links = column_links(columns, self.stride, codes=(self.head, length - own))
+        links = column_links(columns, self.stride, codes=codes)
         return [(s, t) for s, t in links if s < body]
 
     def report(self, count: int) -> None:

@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seq2seq.errors import UserError
 from seq2seq.inference.confidence import nbest_json
-from seq2seq.inference.document_formats import translate_document
+from seq2seq.inference.document_formats import translate_document_text
 from seq2seq.inference.translator import Translator
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.metrics import Metrics
@@ -186,8 +186,7 @@ async def _files(
         return asyncio.run_coroutine_threadsafe(search(list(texts), markup), loop).result(timeout=remaining)
 
     def translate_all() -> list[str]:
-        data = [text.encode("utf-8") for text in parsed.texts]
-        return [translate_document(file, parsed.format, segments).decode("utf-8") for file in data]
+        return [translate_document_text(text, parsed.format, segments) for text in parsed.texts]
 
     try:
         files = await asyncio.to_thread(translate_all)
