@@ -117,3 +117,12 @@ def test_the_server_text_path_gives_the_same_page(translator):
 def test_an_undeclared_charset_is_a_one_line_error(translator):
     with pytest.raises(UserError, match=r"^the html file declares charset 'x-nothing', which is unknown"):
         translate_document(b'<meta charset="x-nothing"><p>a</p>', "html", Recorder(translator))
+
+
+def test_bom_line_breaks_and_a_file_without_text_come_back_as_they_were(translator):
+    upper = lambda texts, markup: [t.upper() for t in texts]  # noqa: E731
+    page = "\ufeff<!DOCTYPE html>\r\n<html><body>\r\n<p>the light</p>\r\n</body></html>\r\n"
+    out = translate_document(page.encode(), "html", upper)
+    assert out == page.replace("the light", "THE LIGHT").encode()
+    for nothing in (b"", b"   \n", b"<!-- a comment -->\n", b"<pre>x</pre>\n<script>y()</script>"):
+        assert translate_document(nothing, "html", upper) == nothing

@@ -52,8 +52,10 @@ def translate_html_bytes(data: bytes, translate: Translate) -> bytes:
     """An HTML file translated, in the charset it was read in."""
     charset, text = _decoded(data)
     out = translate_html(text, translate)
-    bom = "\ufeff" if text.startswith("\ufeff") else ""
-    return (bom + out.removeprefix("\ufeff")).encode(charset, errors="xmlcharrefreplace")
+    if out == text:
+        return data  # nothing to translate: the file as it was
+    bom = "\ufeff" if data.startswith(codecs.BOM_UTF8) and charset == "utf-8" else ""
+    return (bom + out).encode(charset, errors="xmlcharrefreplace")
 
 
 def translate_html(text: str, translate: Translate) -> str:
@@ -70,15 +72,21 @@ def translate_html(text: str, translate: Translate) -> str:
         raise UserError(f"the html file cannot be parsed ({error}); check that it is HTML") from None
     protected = Protected({e.tag for e in root.iter() if isinstance(e.tag, str)}, html=True)
     runs = _runs(root, translatable=True)
+    if not runs:
+        return text
     segments = [protected.for_model(_segment(run, protected)) for run in runs]
     translations = laid_out(translate, lines=False)(segments, "true")
     for run, translated in reversed(list(zip(runs, translations))):  # later runs first: indices stay valid
         _replace(run, protected.from_model(translated), protected, lxml_html)
-    if not whole:
-        return _inner_html(root)
-    return (
-        _before_html(text) + lxml_html.tostring(root, encoding="unicode", method="html") + _after_html(text)
-    )
+    out = lxml_html.tostring(root, encoding="unicode", method="html") if whole else _inner_html(root)
+    if _crlf(text):
+        out = out.replace("\n", "\r\n")
+    return _before_html(text) + out + _after_html(text) if whole else out
+
+
+def _crlf(text: str) -> bool:
+    """Whether the text's line breaks are all CR LF (the parser reads them as LF)."""
+    return "\r\n" in text and text.count("\n") == text.count("\r\n")
 
 
 def _decoded(data: bytes) -> tuple[str, str]:

@@ -35,7 +35,7 @@ def _parsed(data: bytes | str) -> Any:
     try:
         return pypo.pofile.parsestring(data)
     except Exception as error:  # translate-toolkit's parser raises several kinds
-        raise UserError(f"the po file cannot be parsed ({error}); check it with msgfmt -c") from None
+        raise UserError(f"the po file cannot be parsed ({str(error) or type(error).__name__}); check it with msgfmt -c") from None
 
 
 def _untranslated(unit: Any) -> bool:

@@ -68,7 +68,7 @@ def _parsed(data: bytes) -> Any:
         store = store_class.parsestring(data)
     except Exception as error:  # translate-toolkit raises lxml's and its own errors
         raise UserError(
-            f"the xliff file cannot be parsed ({error}); check that it is XLIFF 1.2 or 2.x"
+            f"the xliff file cannot be parsed ({str(error) or type(error).__name__}); check that it is XLIFF 1.2 or 2.x"
         ) from None
     store.XMLindent = False  # the file's own layout: only the targets change
     # characters the file's encoding cannot hold become references (translate-toolkit would fail)
