@@ -97,3 +97,20 @@ def dev_validator(checkpoint: Path, texts: list[str], search, *, max_tokens: int
         precision="fp32", search=search, max_tokens=max_tokens, n_samples=len(texts), attention_plot=False,
     )  # fmt: skip
     return check, loaded.model
+
+
+def tagged_sentences(count: int) -> list[str]:
+    """sentences() with a <b> pair around some of their words and, in about half, an image tag first:
+    lines whose markup a multilingual model's language token must not move."""
+    import random
+
+    from tiny_models import sentences
+
+    rng, texts = random.Random(0), []
+    for sentence in sentences(count, 5):
+        words = sentence.split()
+        first = rng.randrange(len(words))
+        last = rng.randrange(first, len(words))
+        words[first], words[last] = "<b>" + words[first], words[last] + "</b>"
+        texts.append(('<img src="x"> ' if rng.random() < 0.5 else "") + " ".join(words))
+    return texts

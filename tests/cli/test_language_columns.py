@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from multilingual_model import OPTIONS, own_multilingual_checkpoint
+from multilingual_model import OPTIONS, own_multilingual_checkpoint, tagged_sentences
 from omegaconf import OmegaConf
 
 from seq2seq.cli.language_columns import encode_per_language, language_columns_setting, split_language_columns
@@ -46,6 +46,20 @@ def test_mixed_lines_translate_as_one_language_calls(translator: Translator) -> 
     outputs = {tgt: translator.translate(["the dog sees the man"], src_lang="en", tgt_lang=tgt)[0].text
                for tgt in ("es", "fr")}  # fmt: skip
     assert outputs["es"] != outputs["fr"]  # the column chose the output
+
+
+def test_markup_goes_where_a_call_for_the_line_languages_puts_it(translator: Translator) -> None:
+    # markup is put back by the Translator that reads the columns, whose own source prefix is empty:
+    # each source's language token must still be left out of the alignment (4 of these 40 lines had
+    # their tags elsewhere when it was aligned as a word)
+    texts = tagged_sentences(40)
+    languages = [[("en", "es"), ("es", "fr")][index % 2] for index in range(len(texts))]
+    encoded, prefixes = encode_per_language(translator, texts, languages)
+    found = translator.search(encoded.sources, prefixes=prefixes, max_tokens=64)
+    mixed = [ranked[0].text for ranked in translator.translations(encoded, found, confidence=False)]
+    alone = [translator.translate([text], src_lang=src, tgt_lang=tgt)[0].text
+             for text, (src, tgt) in zip(texts, languages)]  # fmt: skip
+    assert mixed == alone
 
 
 def test_a_target_column_takes_the_source_language_from_the_call(translator: Translator) -> None:
