@@ -25,6 +25,7 @@ def model(translator: Translator):
     return lambda texts, markup: [t.text for t in translator.translate(list(texts), markup=markup)]
 
 
+@pytest.mark.slow  # msgfmt -c runs in its own process
 def test_the_output_passes_msgfmt_and_polib_reads_the_same_entries(translator, tmp_path):
     out = tmp_path / "es.po"
     out.write_bytes(translate_document(PO.encode(), "po", model(translator)))
@@ -55,6 +56,7 @@ def test_a_fuzzy_draft_is_kept_and_stays_fuzzy(translator):
     assert done.msgstr == "agua y tierra"
 
 
+@pytest.mark.slow  # msgfmt -c runs in its own process
 def test_a_latin_1_file_is_read_and_written_in_latin_1(translator, tmp_path):
     out = tmp_path / "es.po"
     out.write_bytes(translate_document(LATIN_1.encode("latin-1"), "po", model(translator)))
@@ -66,6 +68,7 @@ def test_a_latin_1_file_is_read_and_written_in_latin_1(translator, tmp_path):
     assert cafe.msgid == "the café water" and cafe.msgstr == translator.translate(["the café water"])[0].text
 
 
+@pytest.mark.slow  # msgfmt -c runs in its own process
 def test_a_translation_latin_1_cannot_hold_makes_the_file_utf_8(tmp_path):
     out = tmp_path / "es.po"
     out.write_bytes(
@@ -77,6 +80,7 @@ def test_a_translation_latin_1_cannot_hold_makes_the_file_utf_8(tmp_path):
     assert next(e for e in catalog if e.msgctxt == "menu").msgstr == "the café water €"
 
 
+@pytest.mark.slow  # msgfmt -c runs in its own process
 def test_the_cli_translates_a_latin_1_file(checkpoint, translator, tmp_path):
     source, output = tmp_path / "app.po", tmp_path / "es.po"
     source.write_bytes(LATIN_1.encode("latin-1"))
