@@ -198,8 +198,10 @@ class Tokenizer:
         return encoded if not self.prefix else [[*self.prefix, *ids] for ids in encoded]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Text of ``ids``; pad, bos, eos and language tokens are ignored wherever they are."""
-        return self._sp.decode([int(i) for i in ids if int(i) not in self._specials])
+        """Text of ``ids``; pad, bos, eos and language tokens are ignored wherever they are. Whitespace at
+        either end (a lone "▁" piece first or last) is stripped, as encode() never keeps it and as
+        MarianTokenizer, the tokenizer of a model exported to Hugging Face, strips it."""
+        return self._sp.decode([int(i) for i in ids if int(i) not in self._specials]).strip()
 
     def pieces(self, text: str) -> list[str]:
         """The pieces ``text`` splits into (labels for attention pictures)."""

@@ -11,17 +11,24 @@ Two architectures map onto our encoder-decoder exactly:
   pad_token_id + 1 (HF numbers real tokens pad + 1, pad + 2, ... whatever the padding; we right-pad,
   so a real token's column + offset is exactly that), no output bias.
 
-Everything else in a config either has no effect on the computation (layerdrop, init_std, use_cache)
-or is refused by name (`ConfigProblem` messages) before anything is written.
+Everything else in a config either has no effect on the computation (layerdrop, init_std, use_cache),
+is a BART option these models' code never reads (`normalize_before` and the like: imported as
+transformers computes, with one log line), or is refused by name (one-line UserError) before anything is
+written. One such refusal: an M2M100 whose decoder starts from the pad token, which its position
+embeddings treat as padding (_check_decoder_start).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
+
+log = logging.getLogger(__name__)
 
 CONFIG_FILE = "config.json"
 GENERATION_CONFIG_FILE = "generation_config.json"
@@ -31,8 +38,8 @@ ARCHITECTURES = {MARIAN: "MarianMTModel", M2M100: "M2M100ForConditionalGeneratio
 # Hugging Face's activation_function names -> ours; gelu is the exact (erf) one in both.
 ACTIVATIONS_IN = {"swish": "silu", "silu": "silu", "gelu": "gelu", "relu": "relu"}
 ACTIVATIONS_OUT = {"silu": "swish", "gelu": "gelu", "relu": "relu"}
-# Options of the BART family that these two models' code ignores: a config that sets them to anything
-# but the value the code computes with describes another model than the one transformers would run.
+# Options of the BART family that these two models' code never reads: whatever a config sets, transformers
+# computes as the values here, and so does the import (one log line names what it ignores).
 _IGNORED_OPTIONS = {
     MARIAN: {"normalize_before": False, "normalize_embedding": False, "add_final_layer_norm": False,
              "static_position_embeddings": True, "add_bias_logits": False},
@@ -110,13 +117,30 @@ def _check_symmetric(config: dict[str, Any]) -> None:
                             "our stacks share one value, so this model cannot be imported")  # fmt: skip
 
 
-def _check_ignored_options(config: dict[str, Any], model_type: str) -> None:
-    for key, computed in _IGNORED_OPTIONS[model_type].items():
-        if key in config and config[key] != computed:
-            raise UserError(
-                f"config.json sets {key}={json.dumps(config[key])}, which {ARCHITECTURES[model_type]} does "
-                f"not apply (it computes as if {key}={json.dumps(computed)}); this model cannot be imported"
-            )
+def _log_ignored_options(config: dict[str, Any], model_type: str) -> None:
+    """One log line for the options `config` sets that transformers' code ignores (_IGNORED_OPTIONS)."""
+    ignored = {key: value for key, value in _IGNORED_OPTIONS[model_type].items()
+               if key in config and config[key] != value}  # fmt: skip
+    if ignored:
+        log.warning(
+            "config.json sets %s, which %s ignores: imported as transformers computes it (%s)",
+            ", ".join(f"{key}={json.dumps(config[key])}" for key in ignored),
+            ARCHITECTURES[model_type],
+            ", ".join(f"{key}={json.dumps(value)}" for key, value in ignored.items()),
+        )
+
+
+def _check_decoder_start(config: dict[str, Any], model_type: str) -> None:
+    """M2M100's positions give every pad token padding's position: after a decoder start that is the pad
+    token, transformers numbers the target from pad + 1 in a forward pass but from pad + 2 in cached
+    generation, so there is no one computation for our model to reproduce."""
+    start, pad = config.get("decoder_start_token_id"), config.get("pad_token_id")
+    if model_type == M2M100 and start is not None and start == pad:
+        raise UserError(
+            f"config.json has decoder_start_token_id={start}, the pad_token_id, which M2M100/NLLB position "
+            "embeddings treat as padding (transformers' forward and cached generate then disagree); set "
+            f"decoder_start_token_id to eos_token_id ({config.get('eos_token_id')}), as M2M100 and NLLB start"
+        )
 
 
 def _activation(config: dict[str, Any]) -> str:
@@ -150,7 +174,8 @@ def _vocabularies(config: dict[str, Any], model_type: str) -> dict[str, Any]:
 def model_settings(config: dict[str, Any]) -> dict[str, Any]:
     """build_model's arguments for the model config.json describes (model_type_of checked first)."""
     model_type = model_type_of(config)
-    _check_ignored_options(config, model_type)
+    _log_ignored_options(config, model_type)
+    _check_decoder_start(config, model_type)
     _check_symmetric(config)
     pad_id = _integer(config, "pad_token_id")
     d_model, heads = _integer(config, "d_model"), _integer(config, "encoder_attention_heads")
@@ -287,14 +312,23 @@ def huggingface_config(model_config: dict[str, Any], token_ids: dict[str, Any]) 
     return config
 
 
-def generation_config(config: dict[str, Any], *, banned: list[int], forced_bos: int | None) -> dict[str, Any]:
-    """generation_config.json as save_pretrained writes it from `config`, plus the tokens our searches
-    never produce (`banned`: pad, and bos when it is not eos) and the target language's code
-    (`forced_bos`), so that `generate` searches the way our translator does."""
+def generation_config(
+    config: dict[str, Any], *, banned: list[int], forced_bos: int | None, search: SearchOptions
+) -> dict[str, Any]:
+    """generation_config.json: the token ids of `config`, plus what makes a plain `generate()` search as
+    our Translator does with `search` (its defaults), as far as transformers can say it: the tokens our
+    searches never produce (`banned`: pad, and bos when it is not eos), the target language's code
+    (`forced_bos`), the beam size, stop_early (early_stopping), and the decoder's positions as the length
+    cap. What it cannot say: our length penalty (GNMT's ((5 + length) / 6) ** alpha; generate divides by
+    length ** length_penalty, equal only at 0), so a model's tuned value is not written, and a length
+    limit that grows with the source (max_len_a, max_len_b). Not `_from_model_config`: transformers 4.x
+    replaces a file marked so by one derived from config.json (greedy, 20 tokens, nothing banned)."""
     keys = ("bos_token_id", "decoder_start_token_id", "eos_token_id", "forced_eos_token_id", "pad_token_id")
-    generation = {"_from_model_config": True, **{key: config[key] for key in keys if key in config}}
+    generation = {key: config[key] for key in keys if key in config}
     generation["bad_words_ids"] = [[token] for token in banned]
     if forced_bos is not None:
         generation["forced_bos_token_id"] = forced_bos
     generation["max_length"] = int(config["max_position_embeddings"])
+    generation["num_beams"] = search.beam_size
+    generation["early_stopping"] = search.stop_early
     return generation

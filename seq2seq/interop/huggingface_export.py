@@ -4,8 +4,10 @@ A post-norm model becomes a MarianMT directory, a pre-norm one with M2M100's pos
 sinusoids counted from pad_id + 1, a shared embedding, no output bias) an M2M100 directory: config.json,
 generation_config.json, model.safetensors and the tokenizer files, so that
 `AutoModelForSeq2SeqLM.from_pretrained(directory)` and `AutoTokenizer.from_pretrained(directory)` load
-it and `generate` searches the way our translator does (the tokens our searches never produce, pad and
-bos, are its bad_words_ids; a multilingual model's target language is its forced_bos_token_id).
+it and a plain `generate` searches as our Translator does by default, as far as generation_config.json
+can say it (huggingface_config.generation_config: the tokens our searches never produce, pad and bos, are
+its bad_words_ids; a multilingual model's target language is its forced_bos_token_id; the beam size and
+early stopping are ours; our length penalty and source-proportional length limit have no counterpart).
 A setting neither architecture has is refused by name before anything is written; the directory is
 built beside its final name and renamed into place.
 """
@@ -22,6 +24,7 @@ from typing import Any
 
 import torch
 
+from seq2seq.decode.options import DEFAULT_OPTIONS
 from seq2seq.errors import UserError
 from seq2seq.files import build_directory_atomically, temporary_path
 from seq2seq.inference.languages import prefix_of
@@ -107,7 +110,8 @@ def _write(directory: Path, loaded: LoadedModel, weights: dict[str, torch.Tensor
     config = huggingface_config(loaded.model.config, _config_ids(token_ids, loaded.model.config))
     banned = sorted({tgt.pad_id, tgt.bos_id} - {tgt.eos_id})  # what our searches never produce
     prefix = prefix_of(tgt)  # a multilingual model's target language code
-    generation = generation_config(config, banned=banned, forced_bos=prefix[0] if len(prefix) == 1 else None)
+    generation = generation_config(config, banned=banned, forced_bos=prefix[0] if len(prefix) == 1 else None,
+                                   search=DEFAULT_OPTIONS)  # fmt: skip
     write_safetensors(weights, directory / SAFETENSORS_FILE)
     _write_json(directory / CONFIG_FILE, config)
     _write_json(directory / GENERATION_CONFIG_FILE, generation)

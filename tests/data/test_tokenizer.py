@@ -39,6 +39,16 @@ def test_encode_decode_round_trip_and_specials_are_ignored(tokenizer):
     assert "".join(tokenizer.pieces(TEXTS[0])).replace("▁", " ").strip() == TEXTS[0]
 
 
+def test_a_lone_word_start_piece_at_either_end_leaves_no_space(tokenizer):
+    """A model may end (or start) its output with a lone "▁": the text is stripped, as encode() never
+    keeps such a space and as MarianTokenizer, an exported model's tokenizer, strips it."""
+    space = tokenizer.piece_to_id("▁")
+    assert tokenizer.id_to_piece(space) == "▁"
+    ids = tokenizer.encode(TEXTS[2])
+    assert tokenizer.decode([*ids, space, 3]) == tokenizer.decode([space, space, *ids, space]) == TEXTS[2]
+    assert tokenizer.decode([space]) == ""
+
+
 def test_bytes_and_file_round_trips(tokenizer, tmp_path):
     again = Tokenizer.from_bytes(tokenizer.to_bytes())
     assert again == tokenizer and again.encode(TEXTS[1]) == tokenizer.encode(TEXTS[1])

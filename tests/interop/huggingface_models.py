@@ -138,6 +138,25 @@ def build(kind: str, root: Path) -> Imported:
     return Imported(kind, directory, checkpoint, model, tokenizer)
 
 
+def logit_difference(model: torch.nn.Module, tokenizer, checkpoint: Path) -> float:
+    """The largest difference between transformers' `model` and our import of it (`checkpoint`) in the
+    logits of a padded batch of TEXTS under teacher forcing, at every real target position."""
+    from seq2seq.inference.loading import load_for_inference
+
+    batch = tokenizer(TEXTS, text_target=list(reversed(TEXTS)), padding=True, return_tensors="pt")
+    config = model.config
+    labels = batch["labels"]  # (B, T): the target tokens and eos, right-padded
+    start = torch.full_like(labels[:, :1], config.decoder_start_token_id)
+    tgt_in = torch.cat([start, labels[:, :-1]], dim=1)  # (B, T)
+    real = torch.cat([torch.ones_like(start, dtype=torch.bool), labels[:, :-1] != config.pad_token_id], 1)
+    with torch.no_grad():
+        expected = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                         decoder_input_ids=tgt_in).logits  # fmt: skip
+        ours = load_for_inference(checkpoint, torch.device("cpu")).model(batch["input_ids"], tgt_in)
+    assert real.sum() > 2 * len(TEXTS) and (batch["attention_mask"] == 0).any()  # padded on both sides
+    return (expected - ours)[real].abs().max().item()
+
+
 def outputs(sequences: torch.Tensor, config) -> list[list[int]]:
     """generate's sequences as our hypotheses' tokens: no decoder start, nothing from eos on."""
     rows = []

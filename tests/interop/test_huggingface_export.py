@@ -17,7 +17,7 @@ pytest.importorskip("safetensors")
 from huggingface_models import LIMIT, TEXTS, EosAtLimit, build, outputs  # noqa: E402
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer  # noqa: E402
 
-from seq2seq.decode.options import SearchOptions  # noqa: E402
+from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions  # noqa: E402
 from seq2seq.errors import UserError  # noqa: E402
 from seq2seq.inference.translator import Translator  # noqa: E402
 from seq2seq.interop.huggingface_export import export_huggingface  # noqa: E402
@@ -52,19 +52,23 @@ def test_an_imported_model_exports_back_to_itself(tmp_path, kind):
     assert generation["bad_words_ids"] == [[model.config.pad_token_id]]
     if kind == "m2m100":  # the target language the checkpoint translates into by default
         assert generation["forced_bos_token_id"] == tokenizer.convert_tokens_to_ids("__es__")
-    assert torch.equal(hf_generate(model, tokenizer, TEXTS), imported.generate(TEXTS, num_beams=1))
+    greedy = hf_generate(model, tokenizer, TEXTS, num_beams=1)  # the export's own default: beam 5
+    assert torch.equal(greedy, imported.generate(TEXTS, num_beams=1))
 
 
-def own_model_checkpoint(path: Path) -> Path:
+def own_model_checkpoint(path: Path, *, favoured: int | None = None, **extra) -> Path:
     """Our own MarianMT-shaped model (configs/model/marian.yaml's settings at tiny size) and tokenizer,
-    with an output bias of its own."""
+    with an output bias of its own (raised for token `favoured`, when given); `extra`: more checkpoint
+    entries."""
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer.vocab_size, seed=3, sharpness=3.0, norm="post", activation="silu",
                        output_bias=True, max_positions=64)  # fmt: skip
     with torch.no_grad():
         model.output.bias.normal_(0.0, 1.0)
         model.output.bias[tokenizer.eos_id] += 7.0  # some outputs end before the limit
-    return save_tiny_checkpoint(path, model, tokenizer, step=5)
+        if favoured is not None:
+            model.output.bias[favoured] += 9.0
+    return save_tiny_checkpoint(path, model, tokenizer, step=5, **extra)
 
 
 @pytest.mark.slow
@@ -90,6 +94,51 @@ def assert_generates_alike(checkpoint: Path, model, tokenizer, texts: list[str])
         decoded = tokenizer.batch_decode(expected, skip_special_tokens=True)
         assert [t.text for t in translator.translate(texts)] == decoded
     return ours
+
+
+def test_a_text_ending_in_a_lone_word_start_piece_is_the_exported_tokenizers(tmp_path):
+    """Outputs that end (or start) with a lone "▁" piece: a forced prefix, then an output bias that
+    favours "▁". transformers generates our tokens from the export, and its MarianTokenizer's text
+    (which strips the space such a piece leaves) is our Translator's."""
+    space = tiny_tokenizer().piece_to_id("▁")
+    checkpoint = own_model_checkpoint(tmp_path / "model.pt", favoured=space)
+    exported = export_huggingface(checkpoint, tmp_path / "hf")
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(exported).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
+    translator = Translator.from_checkpoint(checkpoint, options=GREEDY)
+    texts = sentences(5, seed=4, words=(1, 8))
+    prefixes = ["god", "light was", "water", "", "and"]
+    encoded = translator.encode(texts)
+    forced = translator.encode_prefixes(prefixes, encoded)
+    ours = [nbest[0].tokens for nbest in translator.search(encoded.sources, prefixes=forced)]
+    assert sum(tokens[-1] == space for tokens in ours) >= 2 and ours[-1][0] == space
+    start = model.config.decoder_start_token_id
+    for text, prefix, tokens in zip(texts, forced, ours):
+        generated = hf_generate(model, tokenizer, [text], decoder_input_ids=torch.tensor([[start, *prefix]]),
+                                num_beams=1)  # fmt: skip
+        assert outputs(generated, model.config) == [tokens]
+    expected = tokenizer.batch_decode(ours, skip_special_tokens=True)
+    assert [t.text for t in translator.translate(texts, prefixes=prefixes)] == expected
+    assert not any(text != text.strip() for text in expected)
+
+
+def test_generation_config_carries_what_transformers_can_express(tmp_path):
+    """A plain generate() on the export searches with our default beam size and early stopping, under the
+    decoder's positions; the model's tuned length penalty (GNMT's, not transformers') and our length
+    limit that grows with the source are not written (docs/pretrained-models.md says so)."""
+    tuned = {"values": {"length_penalty": 1.4, "max_len_a": 1.5}, "chosen": True, "beam_size": 5}
+    checkpoint = own_model_checkpoint(tmp_path / "model.pt", tuned_decoding=tuned)
+    exported = export_huggingface(checkpoint, tmp_path / "hf")
+    written = json.loads((exported / "generation_config.json").read_text())
+    expected = {"num_beams": DEFAULT_OPTIONS.beam_size, "early_stopping": True, "max_length": 64}
+    assert {key: written[key] for key in expected} == expected
+    assert not {"length_penalty", "max_new_tokens", "max_len_a", "max_len_b"} & set(written)
+    assert "_from_model_config" not in written  # transformers 4.x would replace the file by config.json's
+    loaded = transformers.GenerationConfig.from_pretrained(exported)
+    assert (loaded.num_beams, loaded.early_stopping, loaded.max_length) == (5, True, 64)
+    assert loaded.bad_words_ids == written["bad_words_ids"]
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(exported)
+    assert model.generation_config.num_beams == DEFAULT_OPTIONS.beam_size
 
 
 @pytest.mark.slow

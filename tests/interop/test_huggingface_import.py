@@ -5,6 +5,7 @@ refusals: one line each, before any output exists."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
 from commands import run_module  # noqa: E402
-from huggingface_models import TEXTS, Imported, build  # noqa: E402
+from huggingface_models import TEXTS, Imported, build, logit_difference  # noqa: E402
 
 from seq2seq.checkpoint import load_checkpoint  # noqa: E402
 from seq2seq.decode.options import SearchOptions  # noqa: E402
@@ -171,6 +172,54 @@ def test_tokenizer_files_of_another_model_are_refused(copy_of, tmp_path):
         json.dumps({**config, "pad_token_id": 5, "decoder_start_token_id": 5})
     )
     assert_refused(copy_of, tmp_path / "out.pt", "the tokenizer files belong to another model")
+
+
+def edited_copy(imported: Imported, tmp_path: Path, **entries) -> Path:
+    """A copy of `imported`'s directory whose config.json has `entries` set."""
+    directory = tmp_path / f"{imported.kind}-edited"
+    shutil.copytree(imported.directory, directory)
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps({**config, **entries}))
+    return directory
+
+
+def test_an_m2m100_decoder_starting_from_pad_is_refused(m2m100, tmp_path):
+    """M2M100's positions give a pad token padding's position and number the others from pad + 1: a
+    decoder started from pad has no single computation in transformers (its forward and its cached
+    generation number the target differently), so no import can equal it."""
+    pad = m2m100.model.config.pad_token_id
+    directory = edited_copy(m2m100, tmp_path, decoder_start_token_id=pad)
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(directory).eval()
+    batch = m2m100.encode(TEXTS[:1])
+    with torch.no_grad():  # generate's logits (cached decoding) and a forward pass over what it generated
+        cached = model.generate(**batch, decoder_start_token_id=pad, min_new_tokens=4, max_new_tokens=4,
+                                num_beams=1, do_sample=False, output_logits=True,
+                                return_dict_in_generate=True)  # fmt: skip
+        whole = model(**batch, decoder_input_ids=cached.sequences[:, :-1]).logits  # (1, 4, V)
+    steps = torch.stack(cached.logits, dim=1)  # (1, 4, V)
+    assert torch.allclose(whole[:, 0], steps[:, 0], atol=1e-4)  # the start token alone: the same
+    assert (whole - steps)[:, 1:].abs().amax() > 0.1  # after it, transformers disagrees with itself
+    assert_refused(directory, tmp_path / "out.pt", "decoder_start_token_id=1, the pad_token_id, which "
+                   "M2M100/NLLB position embeddings treat as padding", **m2m100.languages)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "ignored"), [("marian", {"normalize_before": True}), ("m2m100", {"add_final_layer_norm": False})]
+)
+def test_options_transformers_ignores_import_as_it_computes(kind, ignored, request, tmp_path, caplog):
+    """BART's normalize_before & co. are read by neither MarianMT's nor M2M100's code: the import logs
+    one line and computes what transformers computes (post-norm for MarianMT, whatever the key says)."""
+    imported = request.getfixturevalue(kind)
+    directory = edited_copy(imported, tmp_path, **ignored)
+    with caplog.at_level(logging.INFO, logger="seq2seq.interop"):
+        checkpoint = import_huggingface(directory, tmp_path / "out.pt", **imported.languages)
+    [key] = ignored
+    lines = [record.getMessage() for record in caplog.records if key in record.getMessage()]
+    assert len(lines) == 1 and "ignores: imported as transformers computes it" in lines[0], lines
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(directory).eval()
+    assert getattr(model.config, key) == ignored[key]  # transformers keeps the key and does not apply it
+    assert load_checkpoint(checkpoint)["model_config"]["norm"] == {"marian": "post", "m2m100": "pre"}[kind]
+    assert logit_difference(model, imported.tokenizer, checkpoint) <= 1e-4
 
 
 def test_an_existing_output_is_kept_unless_forced(marian, tmp_path):

@@ -14,7 +14,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
-from huggingface_models import LIMIT, TEXTS, Imported, build, outputs  # noqa: E402
+from huggingface_models import LIMIT, TEXTS, Imported, build, logit_difference, outputs  # noqa: E402
 
 from seq2seq.decode.beam import beam_search  # noqa: E402
 from seq2seq.decode.hypotheses import SpecialIds  # noqa: E402
@@ -37,19 +37,7 @@ def test_our_tokenizers_give_transformers_ids(imported):
 
 def test_logits_equal_transformers_under_teacher_forcing(imported):
     """A padded batch of sources and targets: the logits at every real target position."""
-    targets = list(reversed(TEXTS))
-    batch = imported.encode(TEXTS, targets)
-    config = imported.model.config
-    labels = batch["labels"]  # (B, T): the target tokens and eos, right-padded
-    start = torch.full_like(labels[:, :1], config.decoder_start_token_id)
-    tgt_in = torch.cat([start, labels[:, :-1]], dim=1)  # (B, T)
-    real = torch.cat([torch.ones_like(start, dtype=torch.bool), labels[:, :-1] != config.pad_token_id], 1)
-    with torch.no_grad():
-        expected = imported.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                                  decoder_input_ids=tgt_in).logits  # fmt: skip
-        ours = load_for_inference(imported.checkpoint, torch.device("cpu")).model(batch["input_ids"], tgt_in)
-    assert real.sum() > 2 * len(TEXTS) and (batch["attention_mask"] == 0).any()  # padded on both sides
-    assert (expected - ours)[real].abs().max() <= 1e-4
+    assert logit_difference(imported.model, imported.tokenizer, imported.checkpoint) <= 1e-4
 
 
 @pytest.mark.slow

@@ -166,7 +166,6 @@ def write_config(directory: Path, **changes) -> None:
     [
         (dict(model_type="bart"), "model_type='bart'"),
         (dict(architectures=["MarianForCausalLM"]), "architectures=['MarianForCausalLM']"),
-        (dict(normalize_embedding=True), "normalize_embedding=true"),
         (dict(decoder_attention_heads=2), "decoder_attention_heads=2"),
         (dict(decoder_ffn_dim=32), "decoder_ffn_dim=32"),
         (dict(activation_function="gelu_new"), "activation_function='gelu_new'"),
@@ -182,6 +181,17 @@ def test_configs_we_cannot_compute_are_refused_by_name(tmp_path, changes, messag
     with pytest.raises(UserError) as error:
         imported(tmp_path)
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_options_transformers_never_reads_are_imported_as_it_computes(tmp_path):
+    """BART's normalize_embedding & co. in a MarianMT config: transformers runs the model without them,
+    and so does the import (a log line says so: test_huggingface_import)."""
+    marian(tmp_path)
+    write_config(tmp_path, normalize_embedding=True, add_final_layer_norm=True, normalize_before=True)
+    theirs = transformers.MarianMTModel.from_pretrained(tmp_path).eval()
+    ours = imported(tmp_path)
+    assert ours.config["norm"] == "post"
+    assert_same_logits(theirs, ours, pad=VOCAB - 1, start=VOCAB - 1)
 
 
 def test_layerdrop_is_accepted(tmp_path):
