@@ -59,7 +59,8 @@ class Tokenizer:
                 "train it with seq2seq (Tokenizer.train) or with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3"
             )
         self._sp = processor
-        self._specials = {self.PAD_ID, self.BOS_ID, self.EOS_ID}
+        # never text: unk too, as transformers' tokenizers drop it (an exported model decodes to our text)
+        self._specials = {self.PAD_ID, self.UNK_ID, self.BOS_ID, self.EOS_ID}
         self._unmarked: spm.SentencePieceProcessor | None = None  # built at the first encode_unmarked
         self._languages = _language_tokens(processor)
         self._language: str | None = None
@@ -198,9 +199,10 @@ class Tokenizer:
         return encoded if not self.prefix else [[*self.prefix, *ids] for ids in encoded]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Text of ``ids``; pad, bos, eos and language tokens are ignored wherever they are. Whitespace at
-        either end (a lone "▁" piece first or last) is stripped, as encode() never keeps it and as
-        MarianTokenizer, the tokenizer of a model exported to Hugging Face, strips it."""
+        """Text of ``ids``; pad, unk, bos, eos and language tokens are ignored wherever they are. Whitespace
+        at either end (a lone "▁" piece first or last) is stripped, as encode() never keeps it. Both as
+        MarianTokenizer, the tokenizer of a model exported to Hugging Face, decodes with
+        skip_special_tokens=True (and as an imported model's MappedTokenizer decodes)."""
         return self._sp.decode([int(i) for i in ids if int(i) not in self._specials]).strip()
 
     def pieces(self, text: str) -> list[str]:

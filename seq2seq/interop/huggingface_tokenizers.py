@@ -11,8 +11,8 @@ and the token ids config.json needs. Our own Tokenizer models (pad=0 unk=1 bos=2
 a MarianTokenizer: vocab.json maps every piece to its sentencepiece id; a model with two vocabularies
 gets MarianTokenizer's separate_vocabs (target_vocab.json). Their ids are then ours (plus eos), with one
 exception MarianTokenizer does not let us turn off: a text that starts with ">>xx<<" gets that as one
-token (an unknown one) where our encode() splits it into pieces. Their text is ours except where an
-id is unk: our decode shows " ⁇ ", transformers' drops it (and strips the ends).
+token (an unknown one) where our encode() splits it into pieces. Their text is ours (decode with
+skip_special_tokens=True: unk dropped, the ends stripped, as ours).
 """
 
 from __future__ import annotations

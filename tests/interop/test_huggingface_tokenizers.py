@@ -181,8 +181,7 @@ def test_our_own_tokenizers_written_as_marian(joint, tmp_path):
         assert hf(text).input_ids == src.encode(text) + [3]
         assert hf(text_target=text).input_ids == tgt.encode(text) + [3]
         ids = tgt.encode(text)
-        if tgt.unk_id not in ids:  # our decode shows unknown pieces as " ⁇ ", transformers drops them
-            assert hf.decode(ids, skip_special_tokens=True) == tgt.decode(ids).strip()
+        assert hf.decode(ids, skip_special_tokens=True) == tgt.decode(ids)  # unknown pieces too
     assert hf(">>es<< the").input_ids[0] == 1  # the known difference: one (unknown) code token
 
 
