@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -55,13 +56,20 @@ def dropped_pairs(scores: np.ndarray, rule: ScoreFilter) -> np.ndarray:
     scores, and among equal scores the earlier line first, so the pairs kept are the same whatever the
     chunking. Shapes: scores (N,) -> (N,) bool."""
     drop = np.zeros(len(scores), dtype=bool)
-    count = math.floor(rule.drop_fraction * len(scores))
+    count = dropped_count(rule.drop_fraction, len(scores))
     if count:
         order = np.argsort(scores, kind="stable")  # by score, then by line
         drop[order[:count]] = True
     if rule.min_score is not None:
         drop |= scores < rule.min_score
     return drop
+
+
+def dropped_count(fraction: float, pairs: int) -> int:
+    """floor(fraction * pairs) in exact arithmetic on the fraction as written: 0.29 of 100 pairs is 29,
+    where the binary float product 0.29 * 100 = 28.999999999999996 would floor to 28. repr() of a float
+    is the shortest decimal that reads back as it, i.e. what the user typed."""
+    return math.floor(Fraction(repr(float(fraction))) * pairs)
 
 
 def format_score(value: float | None) -> str:
@@ -71,4 +79,4 @@ def format_score(value: float | None) -> str:
     return SCORE_FORMAT.format(value)
 
 
-__all__ = ["SCORE_SUFFIX", "ScoreFilter", "dropped_pairs", "format_score", "read_filter"]
+__all__ = ["SCORE_SUFFIX", "ScoreFilter", "dropped_count", "dropped_pairs", "format_score", "read_filter"]

@@ -4,8 +4,11 @@ step are not taken: a fine-tuning run starts them fresh, at update 0.
 
 The `model` settings split in two. TRAINING_ONLY_KEYS change how the model trains, not what its weights
 compute in eval mode (dropout, recomputing activations, the attention kernel): a run may set them, and
-takes the checkpoint's otherwise. Every other key is the architecture, which is the checkpoint's: a run
-that sets one to another value is refused with the key named (`model_settings`).
+takes the checkpoint's otherwise. ALIGNMENT_KEYS name the cross-attention head guided alignment trains
+and alignment output reads: no weight depends on them either, so a run may name another head (a model
+without one may start guided alignment from init_from), and a null keeps the checkpoint's. Every other
+key is the architecture, which is the checkpoint's: a run that sets one to another value is refused with
+the key named (`model_settings`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ log = logging.getLogger(__name__)
 
 TRAINING_ONLY_KEYS = ("dropout", "attention_dropout", "activation_dropout", "checkpoint_activations",
                       "attention_backend")  # fmt: skip
+ALIGNMENT_KEYS = ("alignment_layer", "alignment_head")  # null: unset (guided alignment picks a head)
 # The `model._target_` of each family a run may fine-tune (configs/model/*.yaml spell them so).
 FAMILY_TARGETS = {
     ENCODER_DECODER: "seq2seq.model.build_model",
@@ -135,10 +139,10 @@ def _arguments(family: str) -> dict[str, inspect.Parameter]:
 def model_settings(
     start: StartingPoint, composed: Mapping[str, Any], *, explicit: Collection[str]
 ) -> dict[str, Any]:
-    """The run's `model` section: the checkpoint's architecture, plus the training-only keys the run set
-    (`explicit` names the keys of `composed`, the run's composed `model`, that the run chose rather than
-    took from the defaults). An explicit architecture key that differs from the checkpoint's, or that
-    its family does not have, is a one-line UserError."""
+    """The run's `model` section: the checkpoint's architecture, plus the training-only keys and the
+    non-null alignment head keys the run set (`explicit` names the keys of `composed`, the run's composed
+    `model`, that the run chose rather than took from the defaults). An explicit architecture key that
+    differs from the checkpoint's, or that its family does not have, is a one-line UserError."""
     family, arguments = start.family, _arguments(start.family)
     target = composed.get("_target_")
     if "_target_" in explicit and str(target).rsplit(".", 1)[-1] != FAMILY_BUILDERS[family].__name__:
@@ -154,21 +158,24 @@ def model_settings(
         f"model.{key}={composed[key]} (the checkpoint's: {saved[key] if key in saved else 'no such setting'})"
         for key in sorted(explicit)
         if key in composed and key != "_target_" and key not in TRAINING_ONLY_KEYS
-        and (key not in saved or composed[key] != saved[key])
+        and not (key in ALIGNMENT_KEYS and key in saved) and (key not in saved or composed[key] != saved[key])
     ]  # fmt: skip
     if clashes:
         more = f" and {len(clashes) - SHOWN_KEYS} more" if len(clashes) > SHOWN_KEYS else ""
         raise UserError(f"{', '.join(clashes[:SHOWN_KEYS])}{more}: the architecture comes from init_from="
                         f"{start.path} as it is; drop these model settings (only "
-                        f"{', '.join(TRAINING_ONLY_KEYS)} may be set)")  # fmt: skip
+                        f"{', '.join(TRAINING_ONLY_KEYS + ALIGNMENT_KEYS)} may be set)")  # fmt: skip
     chosen = {key: composed[key] for key in TRAINING_ONLY_KEYS if key in explicit and key in composed}
+    chosen |= {key: composed[key] for key in ALIGNMENT_KEYS
+               if key in explicit and key in saved and composed.get(key) is not None}  # fmt: skip
     return {"_target_": FAMILY_TARGETS[family], **saved, **chosen}
 
 
 def build_starting_model(start: StartingPoint, settings: Mapping[str, Any]) -> nn.Module:
-    """The checkpoint's model with its weights (loaded strictly) and the training-only keys of
-    `settings` (model_settings' result)."""
-    config = {**start.model_config, **{key: settings[key] for key in TRAINING_ONLY_KEYS if key in settings}}
+    """The checkpoint's model with its weights (loaded strictly) and the training-only and alignment
+    head keys of `settings` (model_settings' result, with the head guided alignment may have chosen)."""
+    keys = [key for key in (*TRAINING_ONLY_KEYS, *ALIGNMENT_KEYS) if key in settings]
+    config = {**start.model_config, **{key: settings[key] for key in keys}}
     model = build_from_config(config)
     try:
         result = model.load_state_dict(start.weights, strict=False)

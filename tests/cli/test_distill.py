@@ -1,6 +1,7 @@
 """seq2seq-distill: its corpus is, line for line, what seq2seq-translate writes for the same teacher and
 search, with the teacher's score of each translation beside it; an ensemble teacher is the Translator's
-ensemble; a run killed with SIGKILL resumes to the bytes of an uninterrupted run; another teacher or
+ensemble; a run killed with SIGKILL in the middle of a chunk resumes to the bytes (and the filter's
+counts) of an uninterrupted run, never taking the part of a chunk on disk for a chunk; another teacher or
 search is refused by name; the filter drops exactly the pairs the scores say, without translating again.
 
 The command runs in this process on the config Hydra composes, as in test_backtranslate.py (whose
@@ -18,6 +19,7 @@ import math
 import signal
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +30,10 @@ from in_process import translate_lines
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.cli.distill import distill
-from seq2seq.cli.distill_filter import ScoreFilter, dropped_pairs, read_filter
+from seq2seq.cli.distill import LAYOUT, distill
+from seq2seq.cli.distill_filter import SCORE_SUFFIX, ScoreFilter, dropped_pairs, read_filter
 from seq2seq.cli.launch import config_dir
+from seq2seq.cli.translated_corpus_dir import OutputDir
 from seq2seq.errors import UserError
 
 LINES = [*sentences(5, seed=11), "", *sentences(6, seed=12)]  # 12 lines, one blank
@@ -39,16 +42,37 @@ SHORT = ["decode.max_len_a=0", "decode.max_len_b=12"]  # random models rarely st
 OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}  # the Translator's side of SHORT
 LANGUAGES = {"data": {"src_lang": "en", "tgt_lang": "es"}}
 
-KILL_AFTER_CHUNK = """
-import os, runpy, signal, sys
+# Kills the run (SIGKILL, as `kill -9`) in the middle of chunk 1, chunk 0 done: "search" as chunk 1's
+# search starts (no file of it written), "<file>" half-way through writing that file of chunk 1 (its
+# earlier files renamed into place, this one only a half-written temporary, no done marker).
+KILL_MID_CHUNK = """
+import contextlib, os, runpy, signal, sys
 from seq2seq.cli import translated_corpus_dir
-index = int(sys.argv.pop(1))
-save = translated_corpus_dir.save_chunk
-def save_then_die(out, stats, rows):
-    save(out, stats, rows)
-    if stats.index == index:
-        os.kill(os.getpid(), signal.SIGKILL)
-translated_corpus_dir.save_chunk = save_then_die
+from seq2seq.inference.translator import Translator
+where = sys.argv.pop(1)
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+search, calls = Translator.search, []
+def search_then_die(self, *args, **kwargs):
+    calls.append(1)
+    if where == "search" and len(calls) == 2:
+        die()
+    return search(self, *args, **kwargs)
+Translator.search = search_then_die
+class HalfThenDie:
+    def __init__(self, stream):
+        self.stream = stream
+    def write(self, data):
+        self.stream.write(data[: len(data) // 2])
+        self.stream.flush()
+        os.fsync(self.stream.fileno())
+        die()
+output = translated_corpus_dir.atomic_output
+@contextlib.contextmanager
+def dying_output(path, *args, **kwargs):
+    with output(path, *args, **kwargs) as stream:
+        yield HalfThenDie(stream) if path.name == where else stream
+translated_corpus_dir.atomic_output = dying_output
 runpy.run_module("seq2seq.cli.distill", run_name="__main__", alter_sys=True)
 """
 
@@ -141,20 +165,46 @@ def test_an_ensemble_teacher_is_the_translators_ensemble(teachers, sources, tmp_
 
 
 @pytest.mark.slow
-def test_a_run_killed_after_a_chunk_resumes_to_the_uninterrupted_bytes(teachers, sources, tmp_path):
-    assert run(teachers[0], sources, tmp_path / "whole").returncode == 0
-    arguments = settings(teachers[0], sources, tmp_path / "d")
+@pytest.mark.parametrize(
+    ("where", "in_place"),
+    [
+        ("search", []),
+        ("000001.es", ["000001.en"]),
+        ("000001.json", ["000001.en", "000001.es", "000001.scores"]),
+    ],
+)
+def test_a_run_killed_in_the_middle_of_a_chunk_resumes_to_the_uninterrupted_corpus_and_filter(
+    teachers, sources, tmp_path, where, in_place
+):
+    """Chunk 1 is cut off as its search starts, half-way through its translations' file (its sources'
+    file already in place), or half-way through its done marker (all its files in place): in each case
+    it must be translated again, not taken as done, and the corpus, dropped.tsv and the filter's counts
+    must be those of a run never interrupted."""
+    rule = "filter.drop_fraction=0.29"  # floor(0.29 * pairs): a few pairs dropped
+    assert run(teachers[0], sources, tmp_path / "whole", rule).returncode == 0
     killed = subprocess.run(
-        [sys.executable, "-c", KILL_AFTER_CHUNK, "0", *arguments], cwd=tmp_path, env=ENV, capture_output=True,
-        text=True, timeout=300, check=False,
+        [sys.executable, "-c", KILL_MID_CHUNK, where, *settings(teachers[0], sources, tmp_path / "d", rule)],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
-    assert sorted(p.name for p in (tmp_path / "d" / "chunks").glob("*.json")) == ["000000.json"]
-    assert not (tmp_path / "d" / "distill.es").exists()
-    resumed = run(teachers[0], sources, tmp_path / "d")
+    chunks = tmp_path / "d" / "chunks"
+    assert sorted(p.name for p in chunks.glob("*.json")) == ["000000.json"]
+    left = sorted(p.name for p in chunks.iterdir() if p.name.startswith(("000001", ".000001")))
+    assert [name for name in left if not name.startswith(".")] == in_place
+    assert [name.split(".")[1:3] for name in left if name.startswith(".")] == (
+        [] if where == "search" else [where.split(".")]
+    )  # the file being written: a half-written temporary
+    out = OutputDir(tmp_path / "d", "en", "es", SCORE_SUFFIX, layout=LAYOUT)
+    assert list(out.done_chunks()) == [0]  # the part of chunk 1 on disk is not taken for a chunk
+    resumed = run(teachers[0], sources, tmp_path / "d", rule)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert report(tmp_path / "d")["chunks_resumed"] == 1
+    assert (report(tmp_path / "d")["chunks"], report(tmp_path / "d")["chunks_resumed"]) == (3, 1)
     assert corpus(tmp_path / "d") == corpus(tmp_path / "whole")
+    assert (tmp_path / "d" / "dropped.tsv").read_bytes() == (tmp_path / "whole" / "dropped.tsv").read_bytes()
+    done = report(tmp_path / "d")
+    assert done["filter"] == report(tmp_path / "whole")["filter"]
+    assert done["filter"]["dropped"] == math.floor(Fraction("0.29") * done["pairs"]) > 0
+    assert not [p for p in chunks.iterdir() if p.name.startswith(".")]  # the dead run's temporary is gone
 
 
 def test_another_teacher_or_search_is_refused_by_name(teachers, sources, tmp_path):
@@ -210,6 +260,31 @@ def test_dropped_pairs_takes_the_lowest_scores_earlier_lines_first_among_equals(
 
 
 @pytest.mark.parametrize(
+    ("fraction", "pairs", "count"),
+    [("0.29", 100, 29), ("0.1", 30, 3), ("0.7", 10, 7), ("0.57", 100, 57), ("0.58", 50, 29),
+     ("0.7", 90, 63), ("0.35", 180, 63), ("0.82", 150, 123), ("0.29", 200, 58), ("0.05", 7, 0),
+     ("0.5", 1, 0), ("0.99", 100, 99), ("0.333", 1000, 333)],
+)  # fmt: skip
+def test_drop_fraction_drops_floor_of_the_written_fraction_times_the_pairs(fraction, pairs, count):
+    """The count is floor(F * n) on F as the user writes it, the exact rational product; binary floats
+    give 0.29 * 100 = 28.999999999999996 (28 pairs). Read through the filter's own setting parser."""
+    assert math.floor(Fraction(fraction) * pairs) == count  # the exact reference agrees with the table
+    rule = read_filter({"drop_fraction": float(fraction)})
+    scores = np.linspace(-5.0, -0.1, pairs)[::-1].copy()  # distinct scores, the lowest last
+    dropped = np.flatnonzero(dropped_pairs(scores, rule)).tolist()
+    assert dropped == list(range(pairs - count, pairs))  # exactly the `count` lowest
+    assert read_filter({"drop_fraction": fraction}).drop_fraction == rule.drop_fraction  # "0.29" as text too
+
+
+def test_drop_fraction_matches_the_exact_count_for_every_hundredth_and_size():
+    for hundredths in range(1, 100):
+        rule = ScoreFilter(drop_fraction=hundredths / 100)
+        for pairs in (1, 7, 30, 50, 90, 100, 150, 180, 300, 1000):
+            expected = math.floor(Fraction(hundredths, 100) * pairs)
+            assert int(dropped_pairs(np.zeros(pairs), rule).sum()) == expected, (hundredths, pairs)
+
+
+@pytest.mark.parametrize(
     ("setting", "message"),
     [
         ({"drop_fraction": 1.5}, "filter.drop_fraction"),
@@ -258,7 +333,8 @@ def test_a_multilingual_teacher_translates_between_the_corpus_suffixes(sources, 
     teacher = own_multilingual_checkpoint(tmp_path / "both.pt")
     result = run(teacher, sources, tmp_path / "out", "src_lang=en", "tgt_lang=fr")
     assert result.returncode == 0, result.stderr[-3000:]
-    expected = [t.text for t in Translator.from_checkpoint(teacher, options=OPTIONS).translate(GIVEN, src_lang="en", tgt_lang="fr")]
+    translator = Translator.from_checkpoint(teacher, options=OPTIONS)
+    expected = [t.text for t in translator.translate(GIVEN, src_lang="en", tgt_lang="fr")]
     kept = dict(zip(lines_of(tmp_path / "out" / "distill.en"), lines_of(tmp_path / "out" / "distill.fr")))
     assert kept and all(kept[source] == target for source, target in zip(GIVEN, expected) if source in kept)
     refused = run(teacher, sources, tmp_path / "de", "src_lang=en", "tgt_lang=de")

@@ -104,3 +104,38 @@ def test_a_guided_run_teaches_its_head_the_links_and_alignment_true_reads_it(
     out = tokenizer.encode(text)
     head = translator.model.cross_attention(src, torch.tensor([[tokenizer.bos_id, *out]]), layer=-2)[0, 0]
     assert alignment.split() == [f"{s}-{t}" for t, s in enumerate(head[: len(out)].argmax(-1).tolist())]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("parent", ["guided", "plain"])
+def test_fine_tuning_with_guided_alignment_keeps_or_picks_the_head_and_alignment_true_reads_it(
+    parent: str, corpus: Path, finished_run: Path, tmp_path: Path
+) -> None:
+    """seq2seq-train experiment=finetune init_from=... with guided alignment on: from a guided run its head
+    carries over; from a run without one (the plain toy run) the head is picked as a new run picks it, in
+    the model trained and not only in its config (that run stopped at its first batch). Either way the
+    weights move, and the result's alignment=true output is that head's argmax."""
+    parent_run = train_tiny(corpus, tmp_path / "guided", *GUIDED) if parent == "guided" else finished_run
+    start = parent_run / "last.pt"
+    finetune = ("~model", "~data.tokenizer.vocab_size", "experiment=finetune", f"init_from={start}")
+    tuned = train_tiny(corpus, tmp_path / "tuned", *finetune, *GUIDED)
+    before = torch.load(start, map_location="cpu", weights_only=False)
+    after = torch.load(tuned / "last.pt", map_location="cpu", weights_only=False)
+
+    def head(config: dict) -> tuple:
+        return config.get("alignment_layer"), config.get("alignment_head")
+
+    assert head(before["model_config"]) == ((-2, 0) if parent == "guided" else (None, None))
+    assert head(after["model_config"]) == head(after["config"]["model"]) == (-2, 0)
+    assert after["step"] == 4  # trained from init_from's weights, which moved
+    assert not torch.equal(after["model"]["output.weight"], before["model"]["output.weight"])
+    result, output = translate(tuned, tmp_path, ["the man sees the dog"], None, "alignment=true")
+    assert result.returncode == 0, result.stderr[-2000:]
+    text, alignment = output.read_text().rstrip("\n").split("\t")
+    translator = Translator.from_checkpoint(tuned / "last.pt", device="cpu")
+    tokenizer = translator.src_tokenizer
+    src = torch.tensor([[*tokenizer.encode("the man sees the dog"), tokenizer.eos_id]])  # (1, S)
+    out = tokenizer.encode(text)
+    weights = translator.model.cross_attention(src, torch.tensor([[tokenizer.bos_id, *out]]), layer=-2)[0, 0]
+    links = [f"{s}-{t}" for t, s in enumerate(weights[: len(out)].argmax(-1).tolist())]  # head 0's argmax
+    assert out and alignment.split() == links

@@ -1,13 +1,17 @@
 """The study sweeper (hydra/sweeper=study): a new study's trial 0 is the recipe as composed, a trial a
-stopped invocation left running is queued again, and the AVX2 recipe study runs a trial end to end."""
+stopped invocation left running is queued again (also after a real `kill -9` of the invocation in the
+middle of a trial), and the AVX2 recipe study runs a trial end to end."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from commands import run_module
+from commands import ENV, run_module
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from toy_corpus import tiny_train_overrides
@@ -28,6 +32,26 @@ from seq2seq.cli.study_sweeper import (  # noqa: E402
     matching_value,
     requeue_interrupted,
 )
+
+# seq2seq-train with the rest of the arguments, killed with SIGKILL (as `kill -9`: no handler, no
+# cleanup) once the second trainer of the invocation, its second trial's, has saved the update its first
+# argument names: the invocation stops in the middle of that trial.
+KILL_IN_SECOND_TRIAL = """
+import os, runpy, signal, sys
+from seq2seq.train import loop
+step = int(sys.argv.pop(1))
+trainers = []
+save = loop.Trainer._save
+def save_then_die(self, **kwargs):
+    save(self, **kwargs)
+    if not getattr(self, "counted", False):
+        self.counted = True
+        trainers.append(self.output_dir)
+    if len(trainers) == 2 and self.state.step == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+loop.Trainer._save = save_then_die
+runpy.run_module("seq2seq.cli.train", run_name="__main__", alter_sys=True)
+"""
 
 
 def composed(*overrides: str, hydra: bool = True):
@@ -182,3 +206,45 @@ def test_the_avx2_study_runs_its_baseline_as_trial_0_then_samples(corpus: Path, 
     assert summary["updates"] == 1 and "optim.betas=[0.9,0.98]" in summary["overrides"]
     assert summary["final"]["bleu"] == study.trials[0].value
     assert "trial 0 is the recipe as composed" in result.stderr + result.stdout
+
+
+def toy_study(corpus: Path, *changes: str) -> list[str]:
+    """`seq2seq-train -m +sweep=recipe_avx2` on the toy corpus with 1-layer trials of the toy run's data:
+    the search varies the rest of the space."""
+    toy = tiny_train_overrides(
+        corpus, None, "~trainer.num_threads", "~schedule.warmup", "trainer.max_minutes=5", *changes
+    )
+    shape = ["model.d_model=32", "model.ffn_dim=64", "model.encoder_layers=1", "model.decoder_layers=1"]
+    return ["-m", "+sweep=recipe_avx2", "run_name=toy", *toy, *shape]
+
+
+@pytest.mark.slow
+def test_a_trial_killed_mid_way_is_trained_again_by_the_next_invocation(corpus: Path, tmp_path: Path) -> None:
+    """The first invocation trains trial 0 (the baseline) and is killed with SIGKILL after update 1 of
+    trial 1's 2 (a sampled trial); the same command again marks trial 1 FAIL and trains its settings
+    from the start, as trial 2, before sampling anything new."""
+    search = toy_study(corpus, "trainer.max_updates=2", "trainer.save_every=1")
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_IN_SECOND_TRIAL, "1", *search, "hydra.sweeper.n_trials=2"], cwd=tmp_path,
+        env=ENV, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    study_dir = tmp_path / "multirun" / "toy" / "recipe_avx2"
+    storage = f"sqlite:///{study_dir / 'study.db'}"
+    before = optuna.load_study(study_name="recipe_avx2", storage=storage).trials
+    assert [t.state.name for t in before] == ["COMPLETE", "RUNNING"]
+    assert before[1].params != before[0].params  # sampled, not the baseline again
+    (first,) = (p for p in study_dir.iterdir() if p.is_dir())
+    assert (first / "1" / "checkpoint_1.pt").is_file() and not (first / "1" / "summary.json").exists()
+
+    again = run_module("seq2seq.cli.train", *search, "hydra.sweeper.n_trials=1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    after = optuna.load_study(study_name="recipe_avx2", storage=storage).trials
+    assert [t.state.name for t in after] == ["COMPLETE", "FAIL", "COMPLETE"]
+    assert after[2].params == before[1].params and after[0].value == before[0].value
+    (second,) = (p for p in study_dir.iterdir() if p.is_dir() and p != first)
+    summary = json.loads((second / "0" / "summary.json").read_text())
+    assert summary["updates"] == 2 and summary["final"]["bleu"] == after[2].value  # from the start
+    assert f"schedule.warmup={before[1].params['schedule.warmup']}" in summary["overrides"]
+    assert f"optim.betas={before[1].params['optim.betas']}" in summary["overrides"]
+    assert "trial 1 was interrupted" in again.stderr + again.stdout

@@ -14,6 +14,7 @@ from tiny_models import TINY, save_tiny_checkpoint, tiny_decoder_only, tiny_mode
 
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.cli.finetuning import apply_starting_point, chosen_keys, command_line_keys, init_from_path
+from seq2seq.cli.guided_alignment import check_guided_alignment
 from seq2seq.cli.launch import config_dir
 from seq2seq.cli.resolvers import register_resolvers
 from seq2seq.cli.schemas import register_schemas
@@ -21,6 +22,7 @@ from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import UserError
 from seq2seq.model import build_encoder_only
 from seq2seq.model.builders import RUN_TIME_ARGUMENTS
+from seq2seq.model.families import ENCODER_DECODER
 from seq2seq.train.fingerprint import differences, run_fingerprint
 from seq2seq.train.init_from import (
     TRAINING_ONLY_KEYS,
@@ -202,6 +204,32 @@ def test_settings_that_contradict_the_checkpoint_are_refused(checkpoint: Path, o
 def test_a_model_choice_that_agrees_with_the_checkpoint_is_fine(checkpoint: Path) -> None:
     cfg = applied(checkpoint, "model=tiny", "model/attention=manual")
     assert cfg.model.attention_backend == "manual" and cfg.model.dropout == 0.1  # both chosen by the run
+
+
+def test_the_alignment_head_is_the_checkpoints_unless_the_run_names_one(
+    checkpoint: Path, tokenizer: Tokenizer, tmp_path: Path
+) -> None:
+    """model.alignment_layer / alignment_head name the head guided alignment trains and alignment output
+    reads; no weight depends on them. A guided checkpoint's head carries over (a null, as model=tiny
+    holds, keeps it; it was refused as a clash), a run may name another, and guided alignment from a
+    checkpoint without a head gives the model built from it the head it picks (it stayed in the config
+    only, and the run stopped at its first batch)."""
+    guided_model = tiny_model(tokenizer.vocab_size, alignment_layer=-2, alignment_head=0)
+    guided = save_tiny_checkpoint(tmp_path / "guided.pt", guided_model, tokenizer, step=5)
+
+    def head(config) -> tuple:
+        return config["alignment_layer"], config["alignment_head"]
+
+    assert head(applied(guided, "model=tiny").model) == (-2, 0)
+    assert head(applied(guided, "model.alignment_head=1").model) == (-2, 1)
+    assert head(applied(checkpoint, "model.alignment_layer=0", "model.alignment_head=3").model) == (0, 3)
+    for start in (guided, checkpoint):
+        cfg = applied(start, "data.alignment=true", "loss.alignment_weight=0.5")
+        check_guided_alignment(cfg, ENCODER_DECODER)  # as seq2seq-train completes the config
+        model = build_starting_model(read_starting_point(start), OmegaConf.to_container(cfg.model))
+        assert model.alignment_head_position() == head(model.config) == head(cfg.model) == (-2, 0)
+        saved = torch.load(start, weights_only=True)["model"]
+        assert all(torch.equal(model.state_dict()[key], value) for key, value in saved.items())
 
 
 def test_chosen_keys_are_named_or_unlike_the_defaults() -> None:
