@@ -40,6 +40,13 @@ loose water and <em>land</em>
 </html>
 """
 
+# A fragment as a CMS stores one: no <html>, an empty element before the text, a script between blocks.
+FRAGMENT = """<div class="x"></div>
+<p>in the <span class="icon"></span> light</p>
+<script src="a.js"></script>
+<p>the water and <b>the land</b></p>
+"""
+
 XLIFF_1 = """<?xml version="1.0" encoding="UTF-8"?>
 <xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
  <!-- made by a CAT tool -->
@@ -141,10 +148,16 @@ msgstr ""
 
 
 # ------------------------------------------------------------------------------------------------- html
-def html5_structure(document: str) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
-    """Every element as a browser's parser (html5lib) builds it: (tag, attributes), in document order."""
+def html5_structure(document: str) -> list[tuple[Any, ...]]:
+    """Every element as a browser's parser (html5lib) builds it: (tag, attributes, depth), in document
+    order."""
     tree = html5lib.parse(document, treebuilder="lxml", namespaceHTMLElements=False)
-    return [(e.tag, tuple(sorted(e.attrib.items()))) for e in tree.iter() if isinstance(e.tag, str)]
+    return _structure(tree.getroot())
+
+
+def _structure(root: Any) -> list[tuple[Any, ...]]:
+    return [(e.tag, tuple(sorted(e.attrib.items())), len(list(e.iterancestors())))
+            for e in root.iter() if isinstance(e.tag, str)]  # fmt: skip
 
 
 def html5_texts(document: str, tag: str) -> list[str]:
@@ -153,9 +166,8 @@ def html5_texts(document: str, tag: str) -> list[str]:
     return ["".join(e.itertext()) for e in tree.iter(tag)]
 
 
-def lxml_structure(document: str) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
-    root = lxml.html.document_fromstring(document)
-    return [(e.tag, tuple(sorted(e.attrib.items()))) for e in root.iter() if isinstance(e.tag, str)]
+def lxml_structure(document: str) -> list[tuple[Any, ...]]:
+    return _structure(lxml.html.document_fromstring(document))
 
 
 # ------------------------------------------------------------------------------------------------ xliff
