@@ -271,6 +271,8 @@ def terms_met(chosen: Sequence[Sequence[Term]], outputs: Sequence[str], kind: st
 def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     import sacrebleu
 
+    if not hypotheses:  # no sentence of the set got a term: nothing to score (sacrebleu needs one line)
+        return {"bleu": float("nan"), "chrf": float("nan")}
     return {
         "bleu": sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score,
         "chrf": sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score,

@@ -150,6 +150,22 @@ def _skipped(drop: Drop) -> tuple[int, str] | None:
     return None
 
 
+def recipe_fingerprint(
+    *,
+    modules: Mapping[str, str],
+    strongs_from: Mapping[str, str] | None = None,
+    split: Mapping[str, int] | None = None,
+    max_length_z: float = 6.0,
+) -> tuple[dict[str, Any], str]:
+    """The arguments that decide a corpus (prepare_bible's, with the split rule's defaults filled in and
+    the recipe's version) and their fingerprint, which stats.json records: a directory holding the
+    corpus of the same fingerprint is kept as it is."""
+    split_rule = {"modulus": 20, "test": 10, "dev": 0, **(split or {})}
+    arguments = {"modules": dict(modules), "strongs_from": dict(strongs_from or {}), "split": split_rule,
+                 "max_length_z": max_length_z, "version": RECIPE_VERSION}  # fmt: skip
+    return arguments, hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def prepare_bible(
     *,
     out_dir: str | Path,
@@ -172,10 +188,10 @@ def prepare_bible(
     """
     langs = _languages(modules, strongs_from or {})
     out = Path(out_dir)
-    split_rule = {"modulus": 20, "test": 10, "dev": 0, **(split or {})}
-    arguments = {"modules": dict(modules), "strongs_from": dict(strongs_from or {}), "split": split_rule,
-                 "max_length_z": max_length_z, "version": RECIPE_VERSION}  # fmt: skip
-    fingerprint = hashlib.sha256(json.dumps(arguments, sort_keys=True).encode()).hexdigest()[:16]
+    arguments, fingerprint = recipe_fingerprint(
+        modules=modules, strongs_from=strongs_from, split=split, max_length_z=max_length_z
+    )
+    split_rule = arguments["split"]
     if not force and _already_prepared(out, langs, fingerprint):
         log.info("%s already holds this corpus (fingerprint %s); force=true rebuilds it", out, fingerprint)
         return json.loads((out / "stats.json").read_text(encoding="utf-8"))
