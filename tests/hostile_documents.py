@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the documents keep the long lines such files have)
 """Documents a translator's tools produce, with what breaks careless handling (inline codes, whitespace,
 charsets, fuzzy and approved states, nested groups, comments, CDATA), and the checks that a translated
 one is the same document apart from its translations, each read by the library that reads such files."""

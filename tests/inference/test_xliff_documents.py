@@ -134,3 +134,21 @@ def test_the_server_text_path_honours_the_declared_encoding():
     assert any(u.target.endswith(" ñ") for u in store.unit_iter() if u.target)
     with pytest.raises(UserError, match="which its declared encoding ISO-8859-1 cannot hold; declare UTF-8"):
         translate_document_text(document.replace("café", "caf€"), "xliff", lambda texts, markup: texts)
+
+
+def test_the_file_keeps_its_own_layout_and_an_empty_target_is_filled_in_place():
+    """Not re-indented (a CAT tool's one-line file stays one line), what stands around the root kept; a
+    unit's empty <target state="new"/> gets the translation with its attributes; a 1.2 target follows
+    <seg-source>."""
+    head = '\ufeff<?xml version="1.0" encoding="UTF-8"?>\n<!-- top -->\n'
+    units = ('<trans-unit id="1"><source>the light</source><target state="new"/></trans-unit>'
+             '<trans-unit id="2"><source>the water</source>\n  <seg-source><mrk mtype="seg" mid="1">the water'
+             "</mrk></seg-source>\n  <note>n</note></trans-unit>")  # fmt: skip
+    file = '<file original="a" source-language="en" target-language="es" datatype="plaintext">'
+    document = (f'{head}<xliff xmlns="urn:oasis:names:tc:xliff:document:1.2" version="1.2">{file}<body>'
+                f"{units}</body></file></xliff>\n<!-- end -->\n")  # fmt: skip
+    out = translate_document(document.encode(), "xliff", lambda texts, markup: [t.upper() for t in texts])
+    expected = document.replace('<target state="new"/>', '<target state="new">THE LIGHT</target>').replace(
+        "</seg-source>\n  <note>", "</seg-source>\n  <target>THE WATER</target>\n  <note>"
+    )
+    assert out == expected.encode()

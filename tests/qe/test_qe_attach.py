@@ -82,7 +82,7 @@ def test_reranking_equals_ranking_the_plain_nbest_by_hand(models: tuple[Path, Pa
         estimates = estimator.score([text] * len(candidates), [c.text for c in candidates])
         expected.append(
             # an empty candidate has no QE score, which re-ranking counts as 0 (rerank's docstring)
-            max(zip(candidates, estimates), key=lambda pair: pair[0].score + weight * (pair[1] or 0.0))[0].text
+            max(zip(candidates, estimates), key=lambda p: p[0].score + weight * (p[1] or 0.0))[0].text
         )
     reranked = Translator.from_checkpoint(
         mt, options=OPTIONS, qe_checkpoint=estimator, rerank="qe", rerank_weight=weight

@@ -5,10 +5,10 @@ Segments: a run of text and inline elements that no block element interrupts (th
 heading, list item, table cell, title, ...; also the text between the blocks of an element that holds
 both) is one segment, inline tags and all. Inside a segment, code, kbd, samp, var, script, style, pre,
 textarea and elements with translate="no" are kept as they are, placed as one unit (protected.py).
-Elements whose content is no text (script, style, code, pre, textarea, ...) and subtrees with
-translate="no" hold no segment (a block inside one that says translate="yes" does). Attributes are kept as they
-are. Files are read in the charset their BOM or <meta charset> declares (UTF-8 when none) and written in
-it, characters it cannot hold as character references.
+Elements whose content is no text (script, style, code, pre, ...) and subtrees with translate="no"
+hold no segment (a block inside one that says translate="yes" does). Attributes are kept as they are.
+Files are read in the charset their BOM or <meta charset> declares (UTF-8 when none) and written in it,
+characters it cannot hold as character references.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from seq2seq.errors import UserError
 from seq2seq.inference.document_formats.protected import Protected
-from seq2seq.inference.document_formats.segments import Translate, laid_out, needs
+from seq2seq.inference.document_formats.segments import Translate, needs, translated_in_place
 
 # Elements whose content is no text to translate, and those that hold blocks of text.
 SKIPPED = frozenset("script style code pre textarea kbd samp var svg math template noscript".split())
@@ -75,7 +75,7 @@ def translate_html(text: str, translate: Translate) -> str:
     if not runs:
         return text
     segments = [protected.for_model(_segment(run, protected)) for run in runs]
-    translations = laid_out(translate, lines=False)(segments, "true")
+    translations = translated_in_place(translate, segments, "true", lines=[False] * len(segments))
     for run, translated in reversed(list(zip(runs, translations))):  # later runs first: indices stay valid
         _replace(run, protected.from_model(translated), protected, lxml_html)
     out = lxml_html.tostring(root, encoding="unicode", method="html") if whole else _inner_html(root)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from seq2seq.errors import UserError
-from seq2seq.inference.document_formats.segments import Translate, laid_out, needs
+from seq2seq.inference.document_formats.segments import Translate, needs, translated_in_place
 
 
 def translate_po_bytes(data: bytes, translate: Translate) -> bytes:
@@ -35,7 +35,8 @@ def _parsed(data: bytes | str) -> Any:
     try:
         return pypo.pofile.parsestring(data)
     except Exception as error:  # translate-toolkit's parser raises several kinds
-        raise UserError(f"the po file cannot be parsed ({str(error) or type(error).__name__}); check it with msgfmt -c") from None
+        reason = str(error) or type(error).__name__
+        raise UserError(f"the po file cannot be parsed ({reason}); check it with msgfmt -c") from None
 
 
 def _untranslated(unit: Any) -> bool:
@@ -50,7 +51,8 @@ def _translate_messages(store: Any, translate: Translate) -> None:
     multistring = needs("translate.misc.multistring").multistring
     units = [u for u in store.units if _untranslated(u)]
     forms = [list(u.source.strings) if u.hasplural() else [u.source] for u in units]
-    flat = laid_out(translate, lines=True)([text for texts in forms for text in texts], "auto")
+    flat_forms = [text for texts in forms for text in texts]
+    flat = translated_in_place(translate, flat_forms, "auto", lines=[True] * len(flat_forms))
     position = 0
     for unit, texts in zip(units, forms):
         done = flat[position : position + len(texts)]

@@ -46,21 +46,16 @@ class _Part:
     end: str
 
 
-def laid_out(translate: Translate, *, lines: bool) -> Translate:
-    """`translate` keeping each segment's edge whitespace and, with `lines`, its line structure (one
-    call for all the lines of all the segments)."""
-
-    def translated(texts: Sequence[str], markup: str) -> list[str]:
-        parts = [_parts(text, lines=lines) for text in texts]
-        cores = [part.core for text_parts in parts for part in text_parts if part.core]
-        done = iter(translate(cores, markup) if cores else [])
-        out = []
-        for text_parts in parts:
-            pieces = [p.lead + (next(done) if p.core else "") + p.trail + p.end for p in text_parts]
-            out.append("".join(pieces))
-        return out
-
-    return translated
+def translated_in_place(
+    translate: Translate, texts: Sequence[str], markup: str, *, lines: Sequence[bool]
+) -> list[str]:
+    """The translations of `texts` by `translate`, each keeping its text's edge whitespace and, where
+    `lines` says so, its line structure: one call for all the lines of all the texts."""
+    parts = [_parts(text, lines=by_line) for text, by_line in zip(texts, lines)]
+    cores = [part.core for text_parts in parts for part in text_parts if part.core]
+    done = iter(translate(cores, markup) if cores else [])
+    return ["".join(p.lead + (next(done) if p.core else "") + p.trail + p.end for p in text_parts)
+            for text_parts in parts]  # fmt: skip
 
 
 def _parts(text: str, *, lines: bool) -> list[_Part]:

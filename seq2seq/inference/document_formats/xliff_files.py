@@ -7,8 +7,10 @@ attribute says "no". Inline codes that carry native content or protect a span (1
 come back byte for byte, placed like tags (protected.py); <g>, <pc> and <mrk> keep their tags around the
 translated words they hold; <x/> is a point. With xml:space="preserve" (on the source or an ancestor) a
 target keeps the source's leading and trailing whitespace and its line breaks, and says
-xml:space="preserve" itself when its source did; otherwise only the edges are kept. Ids, notes, states of
-other units, comments and the rest of the file are untouched. A file is written in its own encoding;
+xml:space="preserve" itself when its source did; otherwise only the edges are kept. A unit's empty
+<target/> is filled where it stands (its attributes kept), else the target follows the source (1.2: its
+<seg-source>). Ids, notes, states of other units, comments and the rest of the file, its layout included,
+are untouched. A file is written in its own encoding;
 characters that encoding cannot hold become character references.
 """
 
@@ -22,7 +24,7 @@ from typing import Any
 
 from seq2seq.errors import UserError
 from seq2seq.inference.document_formats.protected import Protected
-from seq2seq.inference.document_formats.segments import Translate, laid_out, needs
+from seq2seq.inference.document_formats.segments import Translate, needs, translated_in_place
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +39,7 @@ _ENCODING = re.compile(r"""\A\ufeff?<\?xml[^>]*\bencoding\s*=\s*["']([A-Za-z0-9_
 def translate_xliff_bytes(data: bytes, translate: Translate) -> bytes:
     store = _parsed(data)
     _translate_units(store, translate)
-    return bytes(store)
+    return _serialized(store, data)
 
 
 def translate_xliff(text: str, translate: Translate) -> str:
@@ -57,7 +59,7 @@ def translate_xliff(text: str, translate: Translate) -> str:
         ) from None
     store = _parsed(data)
     _translate_units(store, translate)
-    return bytes(store).decode(store.encoding)
+    return _serialized(store, data).decode(store.encoding)
 
 
 def _parsed(data: bytes) -> Any:
@@ -67,13 +69,26 @@ def _parsed(data: bytes) -> Any:
     try:
         store = store_class.parsestring(data)
     except Exception as error:  # translate-toolkit raises lxml's and its own errors
+        reason = str(error) or type(error).__name__
         raise UserError(
-            f"the xliff file cannot be parsed ({str(error) or type(error).__name__}); check that it is XLIFF 1.2 or 2.x"
+            f"the xliff file cannot be parsed ({reason}); check that it is XLIFF 1.2 or 2.x"
         ) from None
-    store.XMLindent = False  # the file's own layout: only the targets change
-    # characters the file's encoding cannot hold become references (translate-toolkit would fail)
-    store.serialize_hook = lambda tree: tree.encode(store.encoding, errors="xmlcharrefreplace")
     return store
+
+
+def _serialized(store: Any, data: bytes) -> bytes:
+    """The file with its new targets in its own layout: what stands before and after the root element
+    (declaration, BOM, comments, line breaks) as it was, the root as lxml parsed it (translate-toolkit's
+    own writer re-indents), characters the file's encoding cannot hold as character references."""
+    from lxml import etree
+
+    root = etree.tostring(store.document.getroot(), encoding="unicode", with_tail=False)
+    start = re.search(rb"<([\w.-]+:)?xliff[\s>/]", data)
+    ends = list(re.finditer(rb"</([\w.-]+:)?xliff\s*>|/>\s*\Z", data))
+    if start is None or not ends:  # not where we expect it: lxml's whole tree
+        return etree.tostring(store.document, encoding=store.encoding, xml_declaration=True)
+    body = root.encode(store.encoding, errors="xmlcharrefreplace")
+    return data[: start.start()] + body + data[ends[-1].end() :]
 
 
 def _translate_units(store: Any, translate: Translate) -> None:
@@ -83,15 +98,28 @@ def _translate_units(store: Any, translate: Translate) -> None:
     sources = [u.get_source_dom() for u in units]
     protected = Protected(_names(store), html=False)
     segments = [_segment(source, protected) for source in sources]
-    preserved = [_preserves_space(source) for source in sources]
-    translations: list[str] = [""] * len(units)
-    for keep_lines in (True, False):
-        chosen = [i for i, preserve in enumerate(preserved) if preserve == keep_lines]
-        done = laid_out(translate, lines=keep_lines)([segments[i][0] for i in chosen], "true")
-        for i, translated in zip(chosen, done):
-            translations[i] = translated
+    preserved = [_preserves_space(source) for source in sources]  # such a target keeps its lines
+    translations = translated_in_place(translate, [text for text, _ in segments], "true", lines=preserved)
     for unit, source, (_, kept), translated in zip(units, sources, segments, translations):
-        unit.set_target_dom(_target_element(source, protected.from_model(translated), unit, protected, kept))
+        _put_target(source, _target_element(source, protected.from_model(translated), unit, protected, kept))
+
+
+def _put_target(source: Any, target: Any) -> None:
+    """`target`'s content in the unit's empty <target> if it has one (its attributes, e.g. a state,
+    kept), else `target` after the source (and after a 1.2 <seg-source>), as the schemas order them."""
+    siblings = list(source.itersiblings())
+    existing = next((e for e in siblings if _local(e) == "target"), None)
+    if existing is not None:
+        for child in list(existing):
+            existing.remove(child)
+        existing.text = target.text
+        existing.extend(list(target))
+        for name, value in target.attrib.items():
+            existing.set(name, value)
+        return
+    anchor = next((e for e in siblings[:1] if _local(e) == "seg-source"), source)
+    target.tail = anchor.tail
+    anchor.addnext(target)
 
 
 def _names(store: Any) -> set[str]:
