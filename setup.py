@@ -1,7 +1,7 @@
 """Build step of the wheel: the repository's configs/ goes in as the package data seq2seq/configs.
 
 configs/ at the repository root is the one copy people read and edit. An editable install reads it in
-place; a wheel carries this copy, which seq2seq.cli.launch.config_dir finds through importlib.resources.
+place; a wheel carries this copy, which seq2seq.cli.config.launch.config_dir finds through importlib.resources.
 Everything else about the package is in pyproject.toml.
 """
 

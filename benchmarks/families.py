@@ -7,7 +7,7 @@
 
 Each family trains, one after the other on this machine, for the same wall-clock budget, exactly as
 scripts/quickstart.sh trains the default model: the recipe the quickstart picks for this CPU
-(seq2seq.cli.recipe_choice), averaging of the last 20% of updates, the better of the average and
+(seq2seq.cli.config.recipe_choice), averaging of the last 20% of updates, the better of the average and
 best.pt by whole-dev-set BLEU, and decoding settings tuned on dev. The checkpoint the quickstart would
 translate then translates the test set with beam 5 and its tuned settings in a fresh process, timed
 (sentences/s, model loading excluded), and is scored with sacreBLEU.
@@ -57,7 +57,7 @@ def run_child(command: list[str], log_path: Path) -> tuple[float, int]:
 def recipe() -> list[str]:
     """The quickstart's recipe for this CPU, as overrides."""
     sys.path.insert(0, str(ROOT))
-    from seq2seq.cli.recipe_choice import detected_choice
+    from seq2seq.cli.config.recipe_choice import detected_choice
 
     choice = detected_choice()
     print(f"recipe: {choice.experiment or 'the defaults'} ({choice.reason})")

@@ -76,7 +76,7 @@ say "checking that the installed package reads its own packaged configs"
 run "$WORK/where.log" "$VENV/bin/python" -c '
 import sysconfig
 from pathlib import Path
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 
 site = Path(sysconfig.get_paths()["purelib"]).resolve()
 configs = Path(config_dir())
@@ -97,7 +97,7 @@ run "$WORK/compose.log" "$VENV/bin/python" -c '
 from pathlib import Path
 from hydra import compose, initialize_config_dir
 import seq2seq.cli.train  # registers the config schemas and resolvers, as seq2seq-train does
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 
 configs = Path(config_dir())
 choices = [f"experiment={p.stem}" for p in sorted((configs / "experiment").glob("*.yaml"))]
@@ -120,7 +120,7 @@ grep -q "seq2seq_sweeper.study_sweeper.StudySweeper" "$WORK/cli-sweep.log" \
 grep -q "SlurmLauncher" "$WORK/cli-sweep.log" || fail "hydra/launcher=slurm did not select the SLURM launcher" "$WORK/cli-sweep.log"
 run "$WORK/cli-sweeper.log" "$VENV/bin/seq2seq-train" hydra/sweeper=study hydra/launcher=joblib --cfg hydra
 run "$WORK/sweeper-import.log" "$VENV/bin/python" -c \
-  "import hydra_plugins.seq2seq_sweeper.study_sweeper, seq2seq.cli.study_sweeper"  # the plugin Hydra builds
+  "import hydra_plugins.seq2seq_sweeper.study_sweeper, seq2seq.cli.config.study_sweeper"  # the plugin Hydra builds
 say "  experiment=$EXPERIMENT, +sweep=recipe_search hydra/launcher=slurm, hydra/sweeper=study hydra/launcher=joblib"
 
 say "training 3 updates of model=tiny on a tiny corpus (data=parallel_files)"

@@ -6,7 +6,7 @@ time. docs/studies/multilingual.md reports a run of it.
             no run trains its tokenizer or encodes its corpus inside its training time.
 2. train    en->es and es->en, --minutes / 2 each (the pair of single models: --minutes together), and the
             multilingual model on both (configs/data/bible_en_es_both.yaml) for --minutes; all with the
-            recipe this CPU gets (seq2seq.cli.recipe_choice) and the quickstart's end of run (averaging
+            recipe this CPU gets (seq2seq.cli.config.recipe_choice) and the quickstart's end of run (averaging
             the last 20%, the final choice, tuned decoding). A run with a summary.json is kept.
 3. test     beam 5 on each direction's test verses: scripts/decode_and_score.sh for a single model,
             scripts/score_directions.py for the multilingual one (the same script, per direction).
@@ -40,7 +40,7 @@ DIRECTIONS = (("en", "es"), ("es", "en"))
 
 def recipe(bin_dir: Path) -> str:
     """The experiment the quickstart would pick on this CPU ("" for seq2seq-train's defaults)."""
-    choice = subprocess.run([str(bin_dir / "python"), "-m", "seq2seq.cli.recipe_choice"], cwd=ROOT,
+    choice = subprocess.run([str(bin_dir / "python"), "-m", "seq2seq.cli.config.recipe_choice"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout  # fmt: skip
     return choice.split("\t", 1)[0].strip()
 

@@ -9,7 +9,7 @@
 #   EXPERIMENT= bash scripts/quickstart.sh     # seq2seq-train's defaults, whatever the CPU
 #   EXTRA="model=tiny trainer.max_updates=20" MINUTES=2 RUN_NAME=smoke bash scripts/quickstart.sh
 #
-# Without EXPERIMENT the recipe follows the CPU (seq2seq/cli/recipe_choice.py): seq2seq-train's
+# Without EXPERIMENT the recipe follows the CPU (seq2seq/cli/config/recipe_choice.py): seq2seq-train's
 # defaults where bf16 is native, experiment=cpu_fp32_30min on an fp32 CPU with few cores.
 # The run directory is runs/quickstart, or runs/quickstart-<experiment> for an experiment, so recipes
 # never share one. Re-running the same command resumes its run (MINUTES may grow); EXTRA settings that
@@ -42,7 +42,7 @@ BIN=$VENV/bin
 DEFAULTS="seq2seq-train defaults"
 if [ -z "${EXPERIMENT+set}" ]; then  # not given: the recipe for this CPU
   TAB=$'\t'
-  CHOICE=$("$BIN/python" -m seq2seq.cli.recipe_choice)  # EXPERIMENT<TAB>reason
+  CHOICE=$("$BIN/python" -m seq2seq.cli.config.recipe_choice)  # EXPERIMENT<TAB>reason
   EXPERIMENT=${CHOICE%%"$TAB"*}
   REASON=${CHOICE#*"$TAB"}
   echo "recipe: ${EXPERIMENT:-$DEFAULTS} ($REASON); EXPERIMENT=<name> picks another"

@@ -111,7 +111,7 @@ def enqueue(study_dir: Path, items: list[str], study_name: str | None) -> tuple[
 
 
 def requeue_running(study_dir: Path, study_name: str | None) -> tuple[str, list[int]]:
-    from seq2seq.cli.study_sweeper import requeue_interrupted  # the sweep extra, as this script
+    from seq2seq.cli.config.study_sweeper import requeue_interrupted  # the sweep extra, as this script
 
     study = open_study(storage_url(study_dir), study_name)
     return study.study_name, requeue_interrupted(study, everything_running=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 from seq2seq.cli.translate import translate
 
 

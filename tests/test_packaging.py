@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -75,7 +75,7 @@ def test_an_unpacked_wheel_composes_from_its_own_configs(wheel: Path, tmp_path: 
         archive.extractall(site)
     env = {**os.environ, "PYTHONPATH": str(site), "OMP_NUM_THREADS": "1"}
     where = subprocess.run(
-        [sys.executable, "-c", "import seq2seq.cli.launch as c; print(c.__file__); print(c.config_dir())"],
+        [sys.executable, "-c", "import seq2seq.cli.config.launch as c; print(c.__file__); print(c.config_dir())"],
         cwd=tmp_path, env=env, capture_output=True, text=True,
     )  # fmt: skip
     assert where.returncode == 0, where.stderr[-3000:]

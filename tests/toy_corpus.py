@@ -61,7 +61,7 @@ def tiny_train_overrides(corpus: Path, run_dir: Path | None, *changes: str) -> l
 
 
 def data_config(*, train: object, dev: object, cache_dir: Path, vocab_size: int = 60, **more: object) -> Any:
-    """A `data` config group as seq2seq.cli.data_config reads it, for tests that build one by hand:
+    """A `data` config group as seq2seq.cli.config.data_config reads it, for tests that build one by hand:
     `train` and `dev` as given (a mapping or a list), the filter and a small joint BPE tokenizer, and any
     `more` keys (extra_train, temperature, ...)."""
     from omegaconf import OmegaConf

@@ -12,10 +12,10 @@ from omegaconf import DictConfig
 
 
 class StudySweeper(Sweeper):
-    """hydra-optuna-sweeper's sweeper with seq2seq's additions (seq2seq.cli.study_sweeper); same settings."""
+    """hydra-optuna-sweeper's sweeper with seq2seq's additions (seq2seq.cli.config.study_sweeper); same settings."""
 
     def __init__(self, **settings: Any) -> None:
-        from seq2seq.cli.study_sweeper import StudySweeperImpl  # the [sweep] extra: optuna, the Optuna plugin
+        from seq2seq.cli.config.study_sweeper import StudySweeperImpl  # the [sweep] extra: optuna, the Optuna plugin
 
         self.sweeper = StudySweeperImpl(**settings)
 

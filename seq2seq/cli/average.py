@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seq2seq.checkpoint import save_checkpoint
-from seq2seq.cli.launch import exit_on_user_error
+from seq2seq.cli.config.launch import exit_on_user_error
 from seq2seq.errors import UserError
 from seq2seq.train.averaging import average_checkpoints, find_checkpoints
 

@@ -24,8 +24,8 @@ from omegaconf import DictConfig
 from seq2seq.cli import corpus_translation as chunked
 from seq2seq.cli import translated_corpus_dir as store
 from seq2seq.cli.corpus_translation import check_suffixes, count_lines, model_languages
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.translator_config import translator_from_config
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.translator_config import translator_from_config
 from seq2seq.errors import UserError
 from seq2seq.inference.confidence import Translation
 from seq2seq.inference.translator import Translator

@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.cli import translated_corpus_dir as store
-from seq2seq.cli.setting_checks import number_setting, progress_bar_setting
+from seq2seq.cli.config.setting_checks import number_setting, progress_bar_setting
 from seq2seq.data.binarize import file_digest
 from seq2seq.data.corpus import check_policy, decode_line, iter_raw_lines, normalize
 from seq2seq.decode.options import SearchOptions

@@ -29,8 +29,8 @@ from omegaconf import DictConfig, OmegaConf
 from seq2seq.cli import corpus_translation as chunked
 from seq2seq.cli import translated_corpus_dir as store
 from seq2seq.cli.distill_filter import SCORE_SUFFIX, ScoreFilter, dropped_pairs, format_score, read_filter
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.translator_config import translator_from_config
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.translator_config import translator_from_config
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.inference.confidence import Translation

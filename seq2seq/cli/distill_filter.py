@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from seq2seq.cli.setting_checks import number_setting
+from seq2seq.cli.config.setting_checks import number_setting
 from seq2seq.errors import UserError
 
 SCORE_SUFFIX = "scores"  # the chunk file (and corpus file) of the teacher's scores

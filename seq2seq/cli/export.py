@@ -19,8 +19,8 @@ import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.renamed_keys import accept_deprecated_keys
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.renamed_keys import accept_deprecated_keys
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.inference.exported import read_metadata

@@ -17,7 +17,7 @@ import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
-from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
 from seq2seq.errors import UserError
 from seq2seq.interop.huggingface_import import import_huggingface
 

@@ -11,8 +11,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.setting_checks import pick_device
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.setting_checks import pick_device
 from seq2seq.cli.text_files import output_path, read_lines, write_lines
 from seq2seq.errors import UserError
 from seq2seq.inference.text_input import clean_line

@@ -20,9 +20,9 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
-from seq2seq.cli.translator_config import translator_from_config
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.setting_checks import pick_device, progress_bar_setting
+from seq2seq.cli.config.translator_config import translator_from_config
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.model.families import ENCODER_DECODER, ENCODER_ONLY

@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from seq2seq.cli.launch import exit_on_user_error
+from seq2seq.cli.config.launch import exit_on_user_error
 from seq2seq.errors import UserError
 from seq2seq.inference.text_input import read_text_lines
 from seq2seq.metrics import DEFAULT_METRICS, METRICS, format_scores, score_corpus

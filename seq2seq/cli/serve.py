@@ -18,10 +18,10 @@ import torch
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.renamed_keys import refuse_renamed_keys
-from seq2seq.cli.setting_checks import number_setting
-from seq2seq.cli.translator_config import rerank_weight, translator_from_config
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.renamed_keys import refuse_renamed_keys
+from seq2seq.cli.config.setting_checks import number_setting
+from seq2seq.cli.config.translator_config import rerank_weight, translator_from_config
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.glossary import Glossary

@@ -20,7 +20,7 @@ import hydra
 from omegaconf import DictConfig
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.cli.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
 from seq2seq.data.corpus import iter_corpus_lines, iter_line_pairs
 from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.decode.shortlist import build_shortlist, tokenizer_digest

@@ -24,17 +24,17 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
-from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS, corpus_entries, dev_entries, training_corpora
-from seq2seq.cli.finetuning import starting_point
-from seq2seq.cli.guided_alignment import check_guided_alignment
-from seq2seq.cli.hydra_records import write_hydra_records
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.renamed_keys import accept_deprecated_keys
-from seq2seq.cli.resolvers import register_resolvers
-from seq2seq.cli.schemas import CommandSettings, register_schemas
-from seq2seq.cli.setting_checks import pick_device, progress_bar_setting
-from seq2seq.cli.training_data import RunData, load_data
-from seq2seq.cli.training_setup import (
+from seq2seq.cli.config.data_config import DEPRECATED_DATA_KEYS, corpus_entries, dev_entries, training_corpora
+from seq2seq.cli.config.finetuning import starting_point
+from seq2seq.cli.config.guided_alignment import check_guided_alignment
+from seq2seq.cli.config.hydra_records import write_hydra_records
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.renamed_keys import accept_deprecated_keys
+from seq2seq.cli.config.resolvers import register_resolvers
+from seq2seq.cli.config.schemas import CommandSettings, register_schemas
+from seq2seq.cli.config.setting_checks import pick_device, progress_bar_setting
+from seq2seq.cli.config.training_data import RunData, load_data
+from seq2seq.cli.config.training_setup import (
     check_targets,
     model_family,
     resume_path,
@@ -96,7 +96,7 @@ def build_loss(cfg_loss: DictConfig, pad_id: int) -> TrainingLoss:
     (seq2seq.train.objective.batch_loss); a logits-level function such as label_smoothed_nll would
     otherwise fail with a TypeError at the first batch. `loss.source_weight` and `loss.alignment_weight`
     are the objective's, not the token loss's: a decoder-only model's source language-model term and
-    guided alignment's term (seq2seq.cli.guided_alignment checks it).
+    guided alignment's term (seq2seq.cli.config.guided_alignment checks it).
     """
     settings = OmegaConf.to_container(cfg_loss)
     source_weight = float(settings.pop("source_weight", 0.0))
@@ -159,7 +159,7 @@ def check_run_settings(
     cfg: DictConfig,
 ) -> tuple[CommandSettings, FinishSettings, str, StartingPoint | None]:
     """Every setting checked before the run directory is touched: the command's, the end of run's,
-    init_from's (cfg.model becomes the checkpoint's: seq2seq.cli.finetuning), the model family's and the
+    init_from's (cfg.model becomes the checkpoint's: seq2seq.cli.config.finetuning), the model family's and the
     training corpora's. Returns the first two, the family and init_from's checkpoint (or None)."""
     check_targets(cfg)
     command = CommandSettings.from_config(cfg.trainer)
@@ -227,7 +227,7 @@ def exit_if_stopped(trainer: Trainer) -> None:
 
 
 def corpus_files(data: DictConfig) -> dict[str, Path]:
-    """The training and dev files the run's fingerprint hashes, as seq2seq.cli.data_config reads them."""
+    """The training and dev files the run's fingerprint hashes, as seq2seq.cli.config.data_config reads them."""
     entries = corpus_entries(data) + dev_entries(data)  # "train" and "dev" alone keep older runs' names
     return {f"{key}.{side}": Path(hydra.utils.to_absolute_path(str(entry[side])))
             for key, entry in entries for side in ("src", "tgt")}  # fmt: skip

@@ -32,12 +32,12 @@ from tqdm import tqdm
 
 from seq2seq.cli.attention_output import check_attention_settings
 from seq2seq.cli.language_columns import encode_per_language, language_columns_setting, split_language_columns
-from seq2seq.cli.launch import config_dir, exit_on_user_error
-from seq2seq.cli.renamed_keys import accept_deprecated_keys
-from seq2seq.cli.setting_checks import progress_bar_setting
+from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.renamed_keys import accept_deprecated_keys
+from seq2seq.cli.config.setting_checks import progress_bar_setting
 from seq2seq.cli.text_files import output_path, read_bytes, read_lines, write_bytes, write_lines
 from seq2seq.cli.translation_output import translation_lines, write_report
-from seq2seq.cli.translator_config import translator_from_config
+from seq2seq.cli.config.translator_config import translator_from_config
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
 from seq2seq.inference.document_formats import check_format, translate_document

@@ -28,7 +28,7 @@ from seq2seq import Translator
 from seq2seq.cli import translated_corpus_dir
 from seq2seq.cli.backtranslate import backtranslate
 from seq2seq.cli.corpus_translation import chunk_seed, count_lines
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 from seq2seq.files import this_host
 
 LINES = [*sentences(4, seed=5), "", *sentences(3, seed=6), "   ", *sentences(3, seed=7)]  # 12 lines

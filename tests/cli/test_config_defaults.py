@@ -17,8 +17,8 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import get_method
 from omegaconf import MISSING, OmegaConf
 
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.schemas import TRAINER_PARTS, TrainerSchema, register_schemas
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.schemas import TRAINER_PARTS, TrainerSchema, register_schemas
 from seq2seq.decode.greedy import greedy_search
 from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions
 from seq2seq.inference.translator import Translator

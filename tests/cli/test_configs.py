@@ -11,10 +11,10 @@ from hydra.errors import ConfigCompositionException
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.schemas import register_schemas
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.schemas import register_schemas
 from seq2seq.cli.train import build_loss, check_family_settings
-from seq2seq.cli.training_setup import check_targets, model_family
+from seq2seq.cli.config.training_setup import check_targets, model_family
 from seq2seq.errors import UserError
 from seq2seq.train.schedules import ScheduledLR
 
@@ -154,7 +154,7 @@ def test_the_configured_losses_take_states_weight_and_target() -> None:
 
 
 def test_the_bible_in_both_directions_names_a_corpus_a_dev_and_a_test_set_per_direction() -> None:
-    from seq2seq.cli.data_config import dev_corpora, training_corpora
+    from seq2seq.cli.config.data_config import dev_corpora, training_corpora
 
     data = compose_train("data=bible_en_es_both").data
     both = [("en", "es"), ("es", "en")]

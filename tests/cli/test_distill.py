@@ -32,7 +32,7 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokeni
 from seq2seq import Translator
 from seq2seq.cli.distill import LAYOUT, distill
 from seq2seq.cli.distill_filter import SCORE_SUFFIX, ScoreFilter, dropped_pairs, read_filter
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 from seq2seq.cli.translated_corpus_dir import OutputDir
 from seq2seq.errors import UserError
 

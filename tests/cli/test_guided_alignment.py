@@ -11,8 +11,8 @@ from commands import error_line, run_module, train_tiny, translate
 from omegaconf import OmegaConf
 from toy_corpus import tiny_train_overrides
 
-from seq2seq.cli.guided_alignment import check_guided_alignment
-from seq2seq.cli.data_config import prepared_corpus
+from seq2seq.cli.config.guided_alignment import check_guided_alignment
+from seq2seq.cli.config.data_config import prepared_corpus
 from seq2seq.data.collate import Batch, collate
 from seq2seq.errors import UserError
 from seq2seq.inference.translator import Translator

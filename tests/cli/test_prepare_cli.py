@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 from seq2seq.cli.prepare import prepare
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from seq2seq.cli import recipe_choice
-from seq2seq.cli.recipe_choice import FP32_RECIPE, choose_recipe
+from seq2seq.cli.config import recipe_choice
+from seq2seq.cli.config.recipe_choice import FP32_RECIPE, choose_recipe
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -43,7 +43,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "scripts" / "quickstart.sh"
 
 
 def _run_recipe_block(tmp_path: Path, env_experiment: str | None, printed_choice: str) -> list[str]:
-    """Run scripts/quickstart.sh's recipe block with a stand-in for `python -m seq2seq.cli.recipe_choice`."""
+    """Run scripts/quickstart.sh's recipe block with a stand-in for `python -m seq2seq.cli.config.recipe_choice`."""
     import subprocess
 
     text = QUICKSTART.read_text()

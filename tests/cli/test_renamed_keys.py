@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from seq2seq.cli.renamed_keys import accept_deprecated_keys, deprecated_key_overrides, renamed_key_error
+from seq2seq.cli.config.renamed_keys import accept_deprecated_keys, deprecated_key_overrides, renamed_key_error
 from seq2seq.errors import UserError
 
 ALIASES = {"prefix": "prefixes", "quantization": "weight_format"}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.setting_checks import number_setting
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.setting_checks import number_setting
 from seq2seq.errors import UserError
 
 SERVE_CONFIG = Path(config_dir()) / "serve.yaml"

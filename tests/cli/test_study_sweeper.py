@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from toy_corpus import tiny_train_overrides
 
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 from seq2seq.cli.train import check_targets  # registers the schemas and resolvers, as seq2seq-train does
 
 PLUGINS = "the study sweeper needs the Hydra plugins: pip install -e '.[sweep]'"
@@ -25,8 +25,8 @@ optuna = pytest.importorskip("optuna", reason=PLUGINS)
 
 from hydra_plugins.hydra_optuna_sweeper._impl import create_params_from_overrides  # noqa: E402
 
-from seq2seq.cli import study_sweeper  # noqa: E402
-from seq2seq.cli.study_sweeper import (  # noqa: E402
+from seq2seq.cli.config import study_sweeper  # noqa: E402
+from seq2seq.cli.config.study_sweeper import (  # noqa: E402
     PROCESS_ATTR,
     baseline_params,
     matching_value,

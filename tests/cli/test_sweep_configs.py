@@ -14,9 +14,9 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from seq2seq.cli import resolvers
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.resolvers import launcher_jobs, local_parallel_jobs, sqlite_url, study_seed, threads_per_job
+from seq2seq.cli.config import resolvers
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.resolvers import launcher_jobs, local_parallel_jobs, sqlite_url, study_seed, threads_per_job
 from seq2seq.cli.train import check_targets  # registers the schemas and resolvers, as seq2seq-train does
 
 PLUGINS = "pip install -e '.[sweep]' installs the Hydra plugins"

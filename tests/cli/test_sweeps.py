@@ -15,7 +15,7 @@ from commands import run_module
 from tiny_models import TINY
 from toy_corpus import tiny_train_overrides
 
-from seq2seq.cli.resolvers import available_cores
+from seq2seq.cli.config.resolvers import available_cores
 
 PLUGINS = "the sweep tests need the Hydra plugins: pip install -e '.[sweep]'"
 for plugin in ("hydra_optuna_sweeper", "hydra_joblib_launcher", "hydra_submitit_launcher"):

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from tiny_models import TINY
 from toy_corpus import NARROWER, tiny_train_overrides
 
-from seq2seq.cli.data_config import training_corpora
+from seq2seq.cli.config.data_config import training_corpora
 
 
 def run_train(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""One way from a command's config to a Translator (seq2seq.cli.translator_config): seq2seq-translate,
+"""One way from a command's config to a Translator (seq2seq.cli.config.translator_config): seq2seq-translate,
 seq2seq-serve, seq2seq-backtranslate and seq2seq-qe-data read the same keys the same way; a key a
 command's config lacks takes the Translator's default."""
 
@@ -11,8 +11,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 from tiny_models import save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.translator_config import checkpoint_paths, rerank_weight, translator_from_config
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.translator_config import checkpoint_paths, rerank_weight, translator_from_config
 from seq2seq.errors import UserError
 
 

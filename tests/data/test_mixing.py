@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from toy_corpus import data_config, write_toy_corpus
 
-from seq2seq.cli.data_config import cleaning_transforms, prepared_corpus, training_corpora
-from seq2seq.cli.training_data import load_data
+from seq2seq.cli.config.data_config import cleaning_transforms, prepared_corpus, training_corpora
+from seq2seq.cli.config.training_data import load_data
 from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.dataset import ParallelDataset
 from seq2seq.data.mixing import MixedCorpus

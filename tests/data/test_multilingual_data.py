@@ -9,8 +9,8 @@ import pytest
 from omegaconf import OmegaConf
 from toy_corpus import data_config, write_toy_corpus
 
-from seq2seq.cli.data_config import training_corpora
-from seq2seq.cli.training_data import load_data
+from seq2seq.cli.config.data_config import training_corpora
+from seq2seq.cli.config.training_data import load_data
 from seq2seq.errors import UserError
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from seq2seq.cli.data_config import cleaning_transforms, filter_settings
+from seq2seq.cli.config.data_config import cleaning_transforms, filter_settings
 from seq2seq.data.cleaning import clean_key
 from seq2seq.data.pipeline import FilterSettings
 from seq2seq.data.renamed_settings import current_fingerprint_settings
@@ -149,9 +149,9 @@ def test_the_old_token_ratio_key_on_the_command_line_composes_as_the_new_one() -
     from hydra import compose, initialize_config_dir
 
     from seq2seq.cli import prepare, train
-    from seq2seq.cli.data_config import DEPRECATED_DATA_KEYS
-    from seq2seq.cli.launch import config_dir
-    from seq2seq.cli.renamed_keys import deprecated_key_overrides
+    from seq2seq.cli.config.data_config import DEPRECATED_DATA_KEYS
+    from seq2seq.cli.config.launch import config_dir
+    from seq2seq.cli.config.renamed_keys import deprecated_key_overrides
 
     overrides, used = deprecated_key_overrides(["data.filter.max_length_ratio=2"], DEPRECATED_DATA_KEYS)
     assert used == ["data.filter.max_length_ratio"]

@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from seq2seq.cli.launch import config_dir
+from seq2seq.cli.config.launch import config_dir
 from seq2seq.decode.options import TUNED_SETTINGS, SearchOptions, given_settings
 from seq2seq.errors import UserError
 

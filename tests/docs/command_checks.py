@@ -153,7 +153,7 @@ def compose_overrides(name: str, overrides: list[str], *, multirun: bool, search
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from seq2seq.cli.launch import config_dir
+    from seq2seq.cli.config.launch import config_dir
 
     parsed = OverridesParser.create().parse_overrides(overrides)
     concrete = []

@@ -14,8 +14,8 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from omegaconf import MISSING, OmegaConf
 
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.schemas import DecoderOnlySchema, register_schemas
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.schemas import DecoderOnlySchema, register_schemas
 from seq2seq.model import build_decoder_only, build_model, count_parameters, model_config, model_size
 from seq2seq.model.builders import RUN_TIME_ARGUMENTS
 from seq2seq.model.sizes import model_config_dir

@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import MISSING, OmegaConf
 
-from seq2seq.cli.schemas import EncoderOnlySchema
+from seq2seq.cli.config.schemas import EncoderOnlySchema
 from seq2seq.model import build_encoder_only, model_config
 from seq2seq.model.builders import RUN_TIME_ARGUMENTS
 from seq2seq.model.sizes import model_config_dir

@@ -16,8 +16,8 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import MISSING, OmegaConf
 
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.schemas import ModelSchema, register_schemas
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.schemas import ModelSchema, register_schemas
 from seq2seq.model import build_model, model_config, model_size, size_names
 from seq2seq.model.builders import RUN_TIME_ARGUMENTS
 from seq2seq.model.sizes import SIZE_KEYS, model_config_dir

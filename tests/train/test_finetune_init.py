@@ -13,11 +13,11 @@ from omegaconf import OmegaConf
 from tiny_models import TINY, save_tiny_checkpoint, tiny_decoder_only, tiny_model, tiny_tokenizer
 
 from seq2seq.checkpoint import save_checkpoint
-from seq2seq.cli.finetuning import apply_starting_point, chosen_keys, command_line_keys, init_from_path
-from seq2seq.cli.guided_alignment import check_guided_alignment
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.resolvers import register_resolvers
-from seq2seq.cli.schemas import register_schemas
+from seq2seq.cli.config.finetuning import apply_starting_point, chosen_keys, command_line_keys, init_from_path
+from seq2seq.cli.config.guided_alignment import check_guided_alignment
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.resolvers import register_resolvers
+from seq2seq.cli.config.schemas import register_schemas
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.errors import UserError
 from seq2seq.model import build_encoder_only

@@ -9,8 +9,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from test_loop import make_trainer
 
-from seq2seq.cli.launch import config_dir
-from seq2seq.cli.schemas import register_schemas
+from seq2seq.cli.config.launch import config_dir
+from seq2seq.cli.config.schemas import register_schemas
 from seq2seq.errors import UserError
 from seq2seq.train.schedules import constant
 

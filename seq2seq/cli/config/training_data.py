@@ -10,7 +10,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from seq2seq.cli.data_config import prepared_corpus
+from seq2seq.cli.config.data_config import prepared_corpus
 from seq2seq.data.batching import TokenBatchSampler
 from seq2seq.data.collate import Batch, make_batch
 from seq2seq.data.collate import collate as collate_examples

@@ -17,7 +17,7 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.setting_checks import pick_device
+from seq2seq.cli.config.setting_checks import pick_device
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.glossary import Glossary

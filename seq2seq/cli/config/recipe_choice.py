@@ -1,7 +1,7 @@
 """Which 30-minute recipe the quickstart trains on this machine, by what it detects: native bf16 or not,
 and the number of cores.
 
-    python -m seq2seq.cli.recipe_choice        # prints: EXPERIMENT<TAB>why   (EXPERIMENT empty: defaults)
+    python -m seq2seq.cli.config.recipe_choice        # prints: EXPERIMENT<TAB>why   (EXPERIMENT empty: defaults)
 
 A wall-clock budget buys a CPU-dependent number of updates, and the recipe that wins depends on it:
 seq2seq-train's defaults were searched on 2 AVX512-BF16 cores (bf16 autocast, about 1,800 updates in 30
