@@ -331,6 +331,7 @@ class Translator:
         return_scores: bool | None = None,
         return_confidence: bool | None = None,
         markup: str | bool | None = None,
+        on_batch: Callable[[int], Any] | None = None,
     ) -> list[Translation]:
         """One Translation per text, in order (seq2seq.inference.confidence; `str()` of one is its text).
         Arguments left None keep `options` (default: this Translator's). Every Translation has its
@@ -348,6 +349,7 @@ class Translator:
         `markup`: "auto", "true" or "false" for this call (None: this Translator's): a text's inline tags,
         entities and placeholders are taken out, and put back into its translation by alignment
         (seq2seq.inference.markup_text); scores, confidence and tokens are those of the plain text's.
+        `on_batch(n)`: called after each search batch with its number of pieces (a progress bar).
         `return_confidence`: the old name of `confidence`; `return_scores`: no longer needed (every
         Translation has its score).
         """
@@ -368,7 +370,7 @@ class Translator:
         )
         results = translator.search(
             encoded.sources, options, max_tokens=max_tokens, prefixes=forced, confidence=confidence,
-            constraints=wanted, avoid=banned,
+            constraints=wanted, avoid=banned, on_batch=on_batch,
         )  # fmt: skip
         ranked = translator.translations(encoded, results, confidence=confidence)
         return [with_alternatives(nbest) if options.nbest > 1 else nbest[0] for nbest in ranked]
