@@ -47,19 +47,12 @@ from typing import Any
 
 import numpy as np
 import torch
+from omegaconf import OmegaConf
 
+from seq2seq.cli.config.data_config import cleaning_transforms
 from seq2seq.data.cleaning import clean_corpus
 from seq2seq.data.corpus import read_parallel
-from seq2seq.data.transforms import (
-    Deduplicate,
-    DropIdentical,
-    DropLengthRatio,
-    DropRepeats,
-    LanguageFilter,
-    MosesPunctuation,
-    Transform,
-    UnicodeNormalize,
-)
+from seq2seq.data.transforms import Transform
 from seq2seq.inference.pair_filter import METHODS, TranslationScoreFilter, combined
 
 KINDS = ("duplicate", "copied", "wrong_language", "misaligned")
@@ -68,16 +61,20 @@ Pair = tuple[str, str]
 
 
 def recommended_rules(src_lang: str, tgt_lang: str) -> list[Transform]:
-    """The recommended list without the model (docs/data-cleaning.md), default settings throughout."""
-    return [
-        MosesPunctuation(src_lang=src_lang, tgt_lang=tgt_lang),
-        UnicodeNormalize(form="NFKC"),
-        DropIdentical(),
-        DropRepeats(),
-        DropLengthRatio(),
-        Deduplicate(),
-        LanguageFilter(src_lang=src_lang, tgt_lang=tgt_lang),
+    """The recommended list without the model, default settings throughout: the `data.transforms` entries
+    of docs/data-cleaning.md, built as seq2seq-prepare builds them, so what is measured is what that
+    config runs."""
+    languages = {"src_lang": src_lang, "tgt_lang": tgt_lang}
+    entries = [
+        {"_target_": "seq2seq.data.transforms.MosesPunctuation", **languages},
+        {"_target_": "seq2seq.data.transforms.UnicodeNormalize", "form": "NFKC"},
+        {"_target_": "seq2seq.data.transforms.DropIdentical"},
+        {"_target_": "seq2seq.data.transforms.DropRepeats"},
+        {"_target_": "seq2seq.data.transforms.DropLengthRatio"},
+        {"_target_": "seq2seq.data.transforms.Deduplicate"},
+        {"_target_": "seq2seq.data.transforms.LanguageFilter", **languages},
     ]
+    return cleaning_transforms(OmegaConf.create({"transforms": entries}))
 
 
 # ----------------------------------------------------------------------------- the noisy copy

@@ -27,34 +27,19 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BIBLE = ROOT / "data" / "bible_en_es"
-
-
-def run(command: list[str], log: Path | None = None, env: dict[str, str] | None = None) -> None:
-    """Run one command of the study; a failure stops the study with the command and where its log is."""
-    print("$", shlex.join(command), flush=True)
-    environment = {**os.environ, **(env or {})}
-    with log.open("a", encoding="utf-8") if log else open(os.devnull, "w") as handle:
-        output = handle if log else None
-        code = subprocess.run(command, cwd=ROOT, env=environment, stdout=output, stderr=output, check=False)
-    if code.returncode:
-        raise SystemExit(
-            f"the study stopped: {command[0]} exited with {code.returncode}" + (f"; see {log}" if log else "")
-        )
-
-
-def final_checkpoint(run_dir: Path) -> Path:
-    """The checkpoint a run chose to translate (summary.json: final), else its last.pt."""
-    summary = json.loads((run_dir / "summary.json").read_text())
-    chosen = (summary.get("final") or {}).get("checkpoint") or "last.pt"
-    return run_dir / Path(chosen).name
+from study_support import (
+    BIBLE,
+    ROOT,
+    final_checkpoint,
+    paired_bootstrap,
+    run,
+    sacrebleu_command,
+    study_directory,
+)
 
 
 def teachers(args: argparse.Namespace) -> list[Path]:
@@ -173,43 +158,10 @@ def translate_test(args: argparse.Namespace, work: Path, models: dict[str, list[
 
 
 def scores(hyp: Path) -> dict[str, float]:
-    command = [
-        sys.executable,
-        "-m",
-        "sacrebleu",
-        str(BIBLE / "test.es"),
-        "-i",
-        str(hyp),
-        "-m",
-        "bleu",
-        "chrf",
-        "-b",
-    ]
+    command = sacrebleu_command(BIBLE / "test.es", [hyp], "-b")
     printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     bleu, chrf = re.findall(r"\d+(?:\.\d+)?", printed)  # "35.8 56.4", or a JSON list of them
     return {"bleu": float(bleu), "chrf": float(chrf)}
-
-
-def paired_bootstrap(systems: dict[str, Path]) -> str:
-    """sacrebleu's paired bootstrap of every system against the first (the baseline)."""
-    command = [
-        sys.executable,
-        "-m",
-        "sacrebleu",
-        str(BIBLE / "test.es"),
-        "-i",
-        *map(str, systems.values()),
-        "-m",
-        "bleu",
-        "chrf",
-        "--paired-bs",
-        "--paired-bs-n",
-        "1000",
-        "--format",
-        "text",
-    ]
-    print("$", shlex.join(command), flush=True)
-    return subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -225,10 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         "--bin", type=Path, default=ROOT / ".venv" / "bin", help="where the seq2seq commands are"
     )
     args = parser.parse_args(argv)
-    if not (BIBLE / "train.en").is_file():
-        raise SystemExit(f"{BIBLE} is missing: run `seq2seq-prepare` (or bash scripts/quickstart.sh) first")
-    work = ROOT / "runs" / args.name
-    work.mkdir(parents=True, exist_ok=True)
+    work = study_directory(args.name)
     teacher = teachers(args)
     distilled = distill(args, work, teacher)
     student = students(args, work, distilled)
@@ -245,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     results["distillation"] = json.loads((distilled / "report.json").read_text())
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    table = paired_bootstrap({label: outputs[label]["beam 5"] for label in student})
+    table = paired_bootstrap(BIBLE / "test.es", {label: outputs[label]["beam 5"] for label in student})
     (work / "results.md").write_text(table, encoding="utf-8")
     print(table)
     print("speed and memory, on a quiet machine:")

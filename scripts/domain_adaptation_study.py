@@ -6,7 +6,7 @@
 
 It stands in for "start from a model on the hub": a base model is trained on the Old Testament part of the
 Bible corpus with Marian's architecture (model=marian), exported to a Hugging Face directory
-(seq2seq-export format=huggingface) and imported back as a user imports a downloaded model (seq2seq-import).
+(seq2seq-export target=huggingface) and imported back as a user imports a downloaded model (seq2seq-import).
 Then, on a small New Testament training set (--nt-train verses of the corpus's training split):
   finetuned  the imported model fine-tuned (experiment=finetune init_from=...) for --adapt-minutes
   scratch    the same architecture trained from nothing on the same NT data for the same time
@@ -22,11 +22,10 @@ import argparse
 import json
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BIBLE = ROOT / "data" / "bible_en_es"
+from study_support import BIBLE, ROOT, paired_bootstrap, study_directory
+
 NEW_TESTAMENT = {
     "Matt",
     "Mark",
@@ -125,28 +124,6 @@ def translate(bin_dir: Path, checkpoint: Path, source: Path, output: Path) -> No
     )
 
 
-def paired_bootstrap(reference: Path, systems: dict[str, Path]) -> str:
-    """sacrebleu's paired bootstrap of every system against the first (the baseline of the test)."""
-    command = [
-        sys.executable,
-        "-m",
-        "sacrebleu",
-        str(reference),
-        "-i",
-        *map(str, systems.values()),
-        "-m",
-        "bleu",
-        "chrf",
-        "--paired-bs",
-        "--paired-bs-n",
-        "1000",
-        "--format",
-        "text",  # its json format fails on numpy 2's float32
-    ]
-    print("$", shlex.join(command), flush=True)
-    return subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -161,9 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         "--bin", type=Path, default=ROOT / ".venv" / "bin", help="where the seq2seq commands are"
     )
     args = parser.parse_args(argv)
-    if not (BIBLE / "train.ids").is_file():
-        raise SystemExit(f"{BIBLE} is missing: run `seq2seq-prepare` (or bash scripts/quickstart.sh) first")
-    work = ROOT / "runs" / args.name
+    work = study_directory(args.name, needs="train.ids")
     data = work / "data"
     split_by_testament(data, args.nt_train)
     base = train(args.bin, f"{args.name}-base-ot", data / "ot", args.base_minutes, ["model=marian"])
@@ -172,13 +147,13 @@ def main(argv: list[str] | None = None) -> None:
         [
             str(args.bin / "seq2seq-export"),
             f"checkpoint={base}",
-            f"output={hub}",
-            "format=huggingface",
+            f"output_dir={hub}",
+            "target=huggingface",
             "force=true",
         ]
     )
     imported = work / "base-imported.pt"
-    run([str(args.bin / "seq2seq-import"), f"input={hub}", f"output={imported}", "force=true"])
+    run([str(args.bin / "seq2seq-import"), f"input_dir={hub}", f"output={imported}", "force=true"])
     finetuned = train(
         args.bin,
         f"{args.name}-finetuned-nt",

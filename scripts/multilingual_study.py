@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIBLE = ROOT / "data" / "bible_en_es"
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from distillation_study import run  # noqa: E402
+from study_support import BOOTSTRAP, run, sacrebleu_command  # noqa: E402
 
 DIRECTIONS = (("en", "es"), ("es", "en"))
 
@@ -93,8 +93,7 @@ def chosen(run_dir: Path) -> Path:
 
 def paired_bootstrap(reference: Path, baseline: Path, system: Path) -> dict[str, float]:
     """sacreBLEU's paired bootstrap p-values (BLEU, chrF) of `system` against `baseline`."""
-    command = [sys.executable, "-m", "sacrebleu", str(reference), "-i", str(baseline), str(system), "-m", "bleu",
-               "chrf", "--paired-bs", "--paired-bs-n", "1000", "-f", "text"]  # fmt: skip
+    command = sacrebleu_command(reference, [baseline, system], *BOOTSTRAP, "-f", "text")
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     values = [float(p) for p in re.findall(r"p = ([0-9.]+)", output)]
     return {"bleu_p": values[0], "chrf_p": values[1]} if len(values) >= 2 else {}

@@ -4,6 +4,7 @@ so a subclass overrides only what it changes (usually `decode_step`)."""
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from torch import Tensor, nn
@@ -21,13 +22,9 @@ class Wrapped(nn.Module):
         self.model = model
         self.family, self.pad_id, self.config = model.family, model.pad_id, model.config
 
-    @property
-    def static_decoding(self) -> bool:
-        return self.model.static_decoding
-
-    @property
-    def max_positions(self) -> int:
-        return self.model.max_positions
+    # read from the model inside at each use, as the rest of the surface is handed to it
+    static_decoding = property(attrgetter("model.static_decoding"))
+    max_positions = property(attrgetter("model.max_positions"))
 
     def encode(self, src: Tensor) -> Any:
         return self.model.encode(src)

@@ -28,13 +28,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from pathlib import Path
 
 import sentencepiece as spm
 
 from seq2seq.data.precompiled_charsmap import PrecompiledCharsmap
+from seq2seq.data.tokenizer_base import TokenizerBase
 from seq2seq.errors import UserError
-from seq2seq.files import atomic_output
 
 MAGIC = b"seq2seq-mapped-tokenizer 1\n"
 KINDS = ("marian", "m2m100", "nllb")
@@ -44,7 +43,7 @@ _CLEAN_UPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), 
               (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))  # fmt: skip
 
 
-class MappedTokenizer:
+class MappedTokenizer(TokenizerBase):
     """Text <-> ids of a Hugging Face translation model's tokenizer (one side: source or target)."""
 
     def __init__(
@@ -77,40 +76,8 @@ class MappedTokenizer:
         return self._kind
 
     @property
-    def languages(self) -> dict[str, int]:
-        """Language code ("es", "spa_Latn") -> its token's id; {} for a model without language tokens."""
-        return dict(self._languages)
-
-    @property
-    def language(self) -> str | None:
-        """The code whose token encode() puts first (None: no prefix)."""
-        return self._language
-
-    @property
     def vocab_size(self) -> int:
         return len(self._vocabulary)
-
-    @property
-    def pad_id(self) -> int:
-        return self._special_ids[0]
-
-    @property
-    def eos_id(self) -> int:
-        return self._special_ids[1]
-
-    @property
-    def unk_id(self) -> int:
-        return self._special_ids[2]
-
-    @property
-    def bos_id(self) -> int:
-        """The decoder's start token (Marian: pad; M2M100/NLLB: eos)."""
-        return self._special_ids[3]
-
-    @property
-    def prefix(self) -> tuple[int, ...]:
-        """The ids encode() puts first: the language token of `language`, if any."""
-        return () if self._language is None else (self._languages[self._language],)
 
     @property
     def special_ids(self) -> frozenset[int]:
@@ -280,10 +247,6 @@ class MappedTokenizer:
         except (ValueError, TypeError, KeyError, binascii.Error, RuntimeError) as error:
             detail = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
             raise UserError(f"not a valid seq2seq mapped tokenizer ({detail})") from None
-
-    def save(self, path: str | Path) -> None:
-        with atomic_output(Path(path)) as handle:
-            handle.write(self.to_bytes())
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MappedTokenizer) and self.to_bytes() == other.to_bytes()

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -66,26 +67,14 @@ class TrainingData:
     def joint(self) -> bool:
         return self.src_tokenizer is self.tgt_tokenizer
 
-    @property
-    def pad_id(self) -> int:
-        return self.src_tokenizer.pad_id
-
-    @property
-    def bos_id(self) -> int:
-        """The decoder's start token: the target tokenizer's (ours: bos; Marian's: pad; NLLB's: eos)."""
-        return self.tgt_tokenizer.bos_id
-
-    @property
-    def eos_id(self) -> int:
-        return self.tgt_tokenizer.eos_id
-
-    @property
-    def src_vocab_size(self) -> int:
-        return self.src_tokenizer.vocab_size
-
-    @property
-    def tgt_vocab_size(self) -> int:
-        return self.tgt_tokenizer.vocab_size
+    # The ids and sizes (ints) that batches and models are built with, read from the tokenizer that owns
+    # them: bos_id, the decoder's start token, is the target tokenizer's (ours: bos; Marian's: pad;
+    # NLLB's: eos).
+    pad_id = property(attrgetter("src_tokenizer.pad_id"))
+    bos_id = property(attrgetter("tgt_tokenizer.bos_id"))
+    eos_id = property(attrgetter("tgt_tokenizer.eos_id"))
+    src_vocab_size = property(attrgetter("src_tokenizer.vocab_size"))
+    tgt_vocab_size = property(attrgetter("tgt_tokenizer.vocab_size"))
 
     @property
     def tokenizer_payload(self) -> dict[str, bytes | None]:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from seq2seq.data.tokenizer_base import TokenizerBase
 from seq2seq.errors import UserError
-from seq2seq.files import atomic_output
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +43,14 @@ def language_token(code: str) -> str:
     return f"__{code}__"
 
 
-class Tokenizer:
+class Tokenizer(TokenizerBase):
     """A trained sentencepiece model plus the special-id conventions of this project."""
 
     PAD_ID = 0
     UNK_ID = 1
     BOS_ID = 2
     EOS_ID = 3
+    _special_ids = (PAD_ID, EOS_ID, UNK_ID, BOS_ID)
 
     def __init__(self, processor: spm.SentencePieceProcessor) -> None:
         ids = (processor.pad_id(), processor.unk_id(), processor.bos_id(), processor.eos_id())
@@ -130,47 +131,10 @@ class Tokenizer:
     def to_bytes(self) -> bytes:
         return self._sp.serialized_model_proto()
 
-    def save(self, path: str | Path) -> None:
-        """Write the model file atomically (a temporary of this host and process, then rename): no
-        half-written models, even when jobs on several hosts fill one cache."""
-        with atomic_output(Path(path)) as handle:
-            handle.write(self.to_bytes())
-
     # ------------------------------------------------------------------ ids
     @property
     def vocab_size(self) -> int:
         return self._sp.get_piece_size()
-
-    @property
-    def pad_id(self) -> int:
-        return self.PAD_ID
-
-    @property
-    def unk_id(self) -> int:
-        return self.UNK_ID
-
-    @property
-    def bos_id(self) -> int:
-        return self.BOS_ID
-
-    @property
-    def eos_id(self) -> int:
-        return self.EOS_ID
-
-    @property
-    def prefix(self) -> tuple[int, ...]:
-        """Ids encode() puts before the pieces: the chosen language's token, or none."""
-        return () if self._language is None else (self._languages[self._language],)
-
-    @property
-    def languages(self) -> dict[str, int]:
-        """Language codes this tokenizer has as tokens (code -> id); {} for a model without."""
-        return dict(self._languages)
-
-    @property
-    def language(self) -> str | None:
-        """The language whose token encode() puts first (`for_language`), or None."""
-        return self._language
 
     def for_language(self, code: str) -> Tokenizer:
         """The same model, with language `code`'s token put first by encode()."""

@@ -58,13 +58,23 @@ def read_config(directory: Path) -> dict[str, Any]:
     if not path.is_file():
         raise UserError(f"{directory} has no {CONFIG_FILE}; pass a Hugging Face model directory "
                         "(as written by save_pretrained)")  # fmt: skip
+    return json_object(path)
+
+
+def json_object(path: Path, *, required: bool = True) -> dict[str, Any]:
+    """A model directory's JSON file holding an object (config.json, vocab.json, ...); {} for a missing
+    file that is not `required`. Missing, corrupt or not an object: a one-line UserError."""
+    if not path.is_file():
+        if required:
+            raise UserError(f"{path.parent}: no {path.name}; restore it")
+        return {}
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"{path} is not valid JSON ({_first_line(error)}); restore the file") from None
-    if not isinstance(config, dict):
-        raise UserError(f"{path} holds a {type(config).__name__}, not a JSON object; restore the file")
-    return config
+    if not isinstance(data, dict):
+        raise UserError(f"{path} holds a {type(data).__name__}, not a JSON object; restore the file")
+    return data
 
 
 def _first_line(error: Exception) -> str:

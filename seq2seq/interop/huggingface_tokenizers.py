@@ -26,6 +26,7 @@ from seq2seq.data.mapped_tokenizer import MappedTokenizer, piece_names
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.errors import UserError
+from seq2seq.interop.huggingface_config import json_object
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
 M2M100_CODES = {
@@ -49,7 +50,7 @@ FAIRSEQ_SPECIALS = {"bos": "<s>", "eos": "</s>", "unk": "<unk>", "pad": "<pad>"}
 def read_tokenizers(directory: Path, config: dict[str, Any]) -> tuple[MappedTokenizer, MappedTokenizer]:
     """(source, target) tokenizers of the Hugging Face model in `directory` (config: its config.json)."""
     directory = Path(directory)
-    settings = _json_file(directory / TOKENIZER_CONFIG, required=False)
+    settings = json_object(directory / TOKENIZER_CONFIG, required=False)
     model_type = config.get("model_type")
     if model_type == "marian":
         return _read_marian(directory, config, settings)
@@ -162,7 +163,7 @@ def _nllb_tokens(directory: Path, settings: dict, model: bytes) -> tuple[list[st
     NllbConverter's: the model's pieces shifted by one), then the added tokens, whose ids are in
     tokenizer_config.json's added_tokens_decoder, else in tokenizer.json."""
     path = directory / "tokenizer.json"
-    tokenizer = _json_file(path, required=False)
+    tokenizer = json_object(path, required=False)
     entries = settings.get("added_tokens_decoder") or {
         str(t.get("id")): t for t in tokenizer.get("added_tokens") or [] if isinstance(t, dict)
     }
@@ -211,20 +212,6 @@ def _two_sides(directory: Path, fields: dict, src_lang: str, tgt_lang: str | Non
 
 
 # ---------------------------------------------------------------------------------------------- files
-def _json_file(path: Path, *, required: bool) -> dict[str, Any]:
-    if not path.is_file():
-        if required:
-            raise UserError(f"{path.parent}: no {path.name}; restore it")
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UserError(f"{path}: not valid JSON ({str(error).splitlines()[0]}); restore the file") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: not a JSON object; restore the file")
-    return data
-
-
 def _required(directory: Path, name: str, *, why: str = "restore it") -> Path:
     path = directory / name
     if not path.is_file():
@@ -233,7 +220,7 @@ def _required(directory: Path, name: str, *, why: str = "restore it") -> Path:
 
 
 def _dense_vocabulary(path: Path) -> list[str]:
-    vocabulary = _json_file(path, required=True)
+    vocabulary = json_object(path, required=True)
     if not all(isinstance(index, int) and not isinstance(index, bool) for index in vocabulary.values()):
         raise UserError(f"{path}: not a token -> id table; restore the file")
     return _dense(path, vocabulary)
@@ -310,37 +297,46 @@ def write_tokenizer_files(directory: Path, src: TextTokenizer, tgt: TextTokenize
 def _write_own(directory: Path, src: Tokenizer, tgt: Tokenizer) -> dict[str, int]:
     """Our sentencepiece models as a MarianTokenizer; special tokens are not split out of the text
     (split_special_tokens), as our encode does not: "</s>" in a sentence is text."""
-    separate = src.to_bytes() != tgt.to_bytes()
-    (directory / "source.spm").write_bytes(src.to_bytes())
-    (directory / "target.spm").write_bytes(tgt.to_bytes())
-    _write_json(directory / "vocab.json", _piece_ids(src.pieces_of_vocabulary()))
-    if separate:
-        _write_json(directory / "target_vocab.json", _piece_ids(tgt.pieces_of_vocabulary()))
-    names = {f"{key}_token": src.id_to_piece(getattr(src, f"{key}_id")) for key in ("eos", "unk", "pad")}
-    _write_json(directory / TOKENIZER_CONFIG,
-                {"tokenizer_class": "MarianTokenizer", "separate_vocabs": separate,
-                 "split_special_tokens": True, **names})  # fmt: skip
+    models = (src.to_bytes(), tgt.to_bytes())
+    target = tgt.pieces_of_vocabulary() if models[0] != models[1] else None
+    _write_marian_files(
+        directory, src, models, (src.pieces_of_vocabulary(), target), {"split_special_tokens": True}
+    )
     return {"pad_token_id": tgt.pad_id, "eos_token_id": tgt.eos_id, "bos_token_id": tgt.bos_id,
             "decoder_start_token_id": tgt.bos_id, "forced_eos_token_id": tgt.eos_id,
             "vocab_size": src.vocab_size, "decoder_vocab_size": tgt.vocab_size}  # fmt: skip
 
 
 def _write_marian(directory: Path, src: MappedTokenizer, tgt: MappedTokenizer) -> dict[str, int]:
-    separate = src.pieces_of_vocabulary() != tgt.pieces_of_vocabulary()
-    (directory / "source.spm").write_bytes(src.model_bytes)
-    (directory / "target.spm").write_bytes(tgt.model_bytes)
-    _write_json(directory / "vocab.json", _piece_ids(src.hf_vocabulary()))
-    if separate:
-        _write_json(directory / "target_vocab.json", _piece_ids(tgt.hf_vocabulary()))
-    names = {f"{key}_token": src.id_to_piece(getattr(src, f"{key}_id")) for key in ("eos", "unk", "pad")}
-    _write_json(directory / TOKENIZER_CONFIG,
-                {"tokenizer_class": "MarianTokenizer", "separate_vocabs": separate,
-                 "clean_up_tokenization_spaces": src.clean_up_spaces, **names})  # fmt: skip
+    target = tgt.hf_vocabulary() if src.pieces_of_vocabulary() != tgt.pieces_of_vocabulary() else None
+    _write_marian_files(directory, src, (src.model_bytes, tgt.model_bytes), (src.hf_vocabulary(), target),
+                        {"clean_up_tokenization_spaces": src.clean_up_spaces})  # fmt: skip
     return {
         "bos_token_id": tgt.eos_id,
         "forced_eos_token_id": tgt.eos_id,
         "decoder_vocab_size": tgt.vocab_size,
     }
+
+
+def _write_marian_files(
+    directory: Path,
+    src: TextTokenizer,
+    models: tuple[bytes, bytes],
+    vocabularies: tuple[list[str], list[str] | None],
+    settings: dict[str, Any],
+) -> None:
+    """A MarianTokenizer's files: the (source, target) sentencepiece models, vocab.json, target_vocab.json
+    when the target has a vocabulary of its own (separate_vocabs), and tokenizer_config.json with
+    `settings` and the special tokens' names."""
+    (directory / "source.spm").write_bytes(models[0])
+    (directory / "target.spm").write_bytes(models[1])
+    _write_json(directory / "vocab.json", _piece_ids(vocabularies[0]))
+    if vocabularies[1] is not None:
+        _write_json(directory / "target_vocab.json", _piece_ids(vocabularies[1]))
+    names = {f"{key}_token": src.id_to_piece(getattr(src, f"{key}_id")) for key in ("eos", "unk", "pad")}
+    _write_json(directory / TOKENIZER_CONFIG,
+                {"tokenizer_class": "MarianTokenizer", "separate_vocabs": vocabularies[1] is not None,
+                 **settings, **names})  # fmt: skip
 
 
 def _write_m2m100(directory: Path, src: MappedTokenizer, tgt: MappedTokenizer) -> dict[str, int]:

@@ -9,7 +9,7 @@ output projection), so a seed gives the same initial weights from one release to
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from torch import nn
 
@@ -26,6 +26,7 @@ from seq2seq.nn.layers import DecoderLayer, EncoderLayer, FeedForward, MemoryDow
 # build_model's arguments the train CLI fills in from the trained tokenizer; every other one is a setting
 # of the `model` config group, with its default in configs/model/base.yaml.
 RUN_TIME_ARGUMENTS = ("src_vocab_size", "tgt_vocab_size", "pad_id")
+AnyStack = TypeVar("AnyStack", bound=Stack)
 
 
 @dataclass(frozen=True)
@@ -116,28 +117,55 @@ def _stacks(
 ) -> tuple[Encoder, Decoder]:
     """The encoder and decoder stacks; each takes its positions, then its layers (the draw order)."""
     recipe = LayerRecipe.of(args)
-    stack_args = dict(
-        d_model=args["d_model"],
-        norm=args["norm"],
-        dropout=args["dropout"],
-        checkpoint_activations=args["checkpoint_activations"],
-    )
     encoder = Encoder(
         src_embedding,
         _positions(args),
         [recipe.encoder_layer() for _ in range(args["encoder_layers"])],
-        **stack_args,
+        **_stack_options(args),
     )
     decoder = Decoder(
         tgt_embedding,
         _positions(args),
         [recipe.decoder_layer() for _ in range(args["decoder_layers"])],
-        **stack_args,
+        **_stack_options(args),
         downsampler=MemoryDownsampler(
             args["d_model"], args["cross_downsample"], mode=args["downsample_mode"]
         ),
     )
     return encoder, decoder
+
+
+def _single_stack(kind: type[AnyStack], args: dict[str, Any], embedding: TokenEmbedding) -> AnyStack:
+    """The one stack of a decoder-only or encoder-only model: its positions (no cross-attention to
+    give ALiBi to), then `layers` self-attention layers (the draw order)."""
+    recipe = LayerRecipe.of(args)
+    return kind(
+        embedding,
+        _positions({**args, "alibi_cross_attention": False}),
+        [recipe.encoder_layer() for _ in range(args["layers"])],
+        **_stack_options(args),
+    )
+
+
+def _stack_options(args: dict[str, Any]) -> dict[str, Any]:
+    """What every stack takes besides its embedding, positions and layers."""
+    return dict(
+        d_model=args["d_model"],
+        norm=args["norm"],
+        dropout=args["dropout"],
+        checkpoint_activations=args["checkpoint_activations"],
+    )
+
+
+def _output(args: dict[str, Any], embedding: TokenEmbedding) -> OutputProjection:
+    """The projection to the target vocabulary: the target embedding's matrix when
+    `share_decoder_output`, with a bias when `output_bias`."""
+    return OutputProjection(
+        args["d_model"],
+        args["tgt_vocab_size"],
+        shared_weight=embedding.weight if args["share_decoder_output"] else None,
+        bias=args["output_bias"],
+    )
 
 
 def build_model(
@@ -190,12 +218,7 @@ def build_model(
     check_alignment_head(args)
     src_embedding, tgt_embedding = _embeddings(args)
     encoder, decoder = _stacks(args, src_embedding, tgt_embedding)
-    output = OutputProjection(
-        d_model,
-        tgt_vocab_size,
-        shared_weight=tgt_embedding.weight if share_decoder_output else None,
-        bias=output_bias,
-    )
+    output = _output(args, tgt_embedding)
     return Seq2Seq(encoder, decoder, output, pad_id=pad_id, config={**args, "family": ENCODER_DECODER})
 
 
@@ -253,23 +276,9 @@ def build_decoder_only(
     check_positive("layers", layers)
     _check_decoder_only(args)
     validate_arguments(args)
-    recipe = LayerRecipe.of(args)
     embedding = TokenEmbedding(tgt_vocab_size, d_model, pad_id, scale=scale_embeddings)
-    stack = Stack(
-        embedding,
-        _positions({**args, "alibi_cross_attention": False}),
-        [recipe.encoder_layer() for _ in range(layers)],
-        d_model=d_model,
-        norm=norm,
-        dropout=dropout,
-        checkpoint_activations=checkpoint_activations,
-    )
-    output = OutputProjection(
-        d_model,
-        tgt_vocab_size,
-        shared_weight=embedding.weight if share_decoder_output else None,
-        bias=output_bias,
-    )
+    stack = _single_stack(Stack, args, embedding)
+    output = _output(args, embedding)
     config = {**args, "family": DECODER_ONLY}
     return DecoderOnly(stack, output, pad_id=pad_id, prefix_lm=prefix_lm, config=config)
 
@@ -310,17 +319,8 @@ def build_encoder_only(
     check_positive("layers", layers)
     check_positive("outputs", outputs)
     validate_arguments(args)
-    recipe = LayerRecipe.of(args)
     embedding = TokenEmbedding(src_vocab_size + tgt_vocab_size, d_model, pad_id, scale=scale_embeddings)
-    encoder = Encoder(
-        embedding,
-        _positions({**args, "alibi_cross_attention": False}),
-        [recipe.encoder_layer() for _ in range(layers)],
-        d_model=d_model,
-        norm=norm,
-        dropout=dropout,
-        checkpoint_activations=checkpoint_activations,
-    )
+    encoder = _single_stack(Encoder, args, embedding)
     config = {**args, "family": ENCODER_ONLY}
     return EncoderOnly(encoder, outputs=outputs, dropout=dropout, pad_id=pad_id, config=config)
 

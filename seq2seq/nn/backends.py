@@ -106,20 +106,9 @@ def attend(
     """
     if attention_backend == "xformers":
         usable, why = xformers_usable(q)
-        if usable:
-            return _xformers(
-                q,
-                k,
-                v,
-                keep=keep,
-                causal=causal,
-                window=window,
-                prefix=prefix,
-                bias=bias,
-                dropout_p=dropout_p,
-            )
-        _log_fallback(why)
-        attention_backend = "sdpa"
+        if not usable:
+            _log_fallback(why)
+            attention_backend = "sdpa"
     if attention_backend not in ATTENTION_BACKENDS:
         raise ValueError(
             f"unknown attention backend {attention_backend!r}; choose one of {', '.join(ATTENTION_BACKENDS)}"
@@ -141,6 +130,8 @@ def attend(
     ):
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=causal and tq > 1)
     mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device, prefix=prefix)
+    if attention_backend == "xformers":
+        return _xformers(q, k, v, mask=mask, bias=bias, dropout_p=dropout_p)
     if attention_backend == "manual":
         return manual_attention(q, k, v, mask=mask, bias=bias, dropout_p=dropout_p)
     if matmul_on_cpu:
@@ -271,20 +262,14 @@ def _unfold_keys(x: Tensor, left: int, right: int, span: int, step: int) -> Tens
 
 
 def _xformers(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    *,
-    keep: Tensor | None,
-    causal: bool,
-    window: int | None,
-    bias: Tensor | None,
-    dropout_p: float,
-    prefix: int = 0,
+    q: Tensor, k: Tensor, v: Tensor, *, mask: Tensor | None, bias: Tensor | None, dropout_p: float
 ) -> Tensor:
-    """xFormers memory-efficient attention; it wants (B, T, H, Dh) and an additive float bias."""
+    """xFormers memory-efficient attention; it wants (B, T, H, Dh) and an additive float bias.
+
+    Shapes:
+        q: (B, H, Tq, Dh); k, v: (B, H, Tk, Dh); mask: broadcastable to (B, H, Tq, Tk) -> (B, H, Tq, Dh)
+    """
     tq, tk = q.shape[-2], k.shape[-2]
-    mask = build_keep(keep, causal=causal, window=window, tq=tq, tk=tk, device=q.device, prefix=prefix)
     attn_bias = None
     if mask is not None or bias is not None:
         shape = (q.shape[0], q.shape[1], tq, tk)

@@ -130,20 +130,17 @@ def test_another_checkpoint_never_takes_over_the_run_directory(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("changes", "message"),
+    ("change", "message"),
     [
-        (["model.d_model=128"], "model.d_model=128 (the checkpoint's: 64)"),
-        (["model=decoder_only_tiny"], "builds another family"),
-        (["data.tokenizer.vocab_size=60"], "data.tokenizer.vocab_size=60: init_from="),
-        (["init_from=missing.pt"], "no such checkpoint file"),
-        (["~init_from"], "init_from is not set: experiment=finetune"),
-        (
-            ["trainer.freeze=[decoder.layer.*]"],
-            "trainer.freeze pattern 'decoder.layer.*' matches no parameter",
-        ),
+        ("model.d_model=128", "model.d_model=128 (the checkpoint's: 64)"),
+        ("model=decoder_only_tiny", "builds another family"),
+        ("data.tokenizer.vocab_size=60", "data.tokenizer.vocab_size=60: init_from="),
+        ("init_from=missing.pt", "no such checkpoint file"),
+        ("~init_from", "init_from is not set: experiment=finetune"),
+        ("trainer.freeze=[decoder.layer.*]", "trainer.freeze pattern 'decoder.layer.*' matches no parameter"),
     ],
 )
-def test_contradictions_are_one_line_errors(finished_run: Path, corpus: Path, tmp_path: Path, changes,
-                                            message) -> None:  # fmt: skip
-    overrides = finetune_overrides(corpus, tmp_path / "run", finished_run / "last.pt", *changes)
+def test_contradictions_are_one_line_errors(finished_run: Path, corpus: Path, tmp_path: Path, change: str,
+                                            message: str) -> None:  # fmt: skip
+    overrides = finetune_overrides(corpus, tmp_path / "run", finished_run / "last.pt", change)
     assert message in error_line(run_module("seq2seq.cli.train", *overrides, cwd=tmp_path))

@@ -15,45 +15,13 @@ import torch
 from commands import run_module
 from toy_corpus import write_toy_corpus
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
-sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))  # the interop tests' Hugging Face fixtures
+sys.path.insert(0, str(Path(__file__).parents[1] / "interop"))  # the interop tests' Hugging Face models
 
-from huggingface_fixtures import (  # noqa: E402
-    m2m100_config_entries,
-    m2m100_tokenizer_dir,
-    marian_config_entries,
-    marian_tokenizer_dir,
-)
+from huggingface_models import build  # noqa: E402
 
 from seq2seq.data.corpus import read_parallel  # noqa: E402
-from seq2seq.interop.huggingface_import import import_huggingface  # noqa: E402
-
-SIZES = dict(
-    d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
-    encoder_ffn_dim=64, decoder_ffn_dim=64, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-    max_position_embeddings=64,
-)  # fmt: skip
-LANGUAGES = {"marian": {}, "m2m100": {"src_lang": "en", "tgt_lang": "es"}}
-
-
-def hugging_face_model(kind: str, root: Path) -> tuple[Path, torch.nn.Module, object]:
-    """A saved Hugging Face model directory of `kind`, the model and its tokenizer (transformers')."""
-    torch.manual_seed(0)
-    if kind == "marian":
-        directory = marian_tokenizer_dir(root)
-        config = transformers.MarianConfig(**marian_config_entries(directory), **SIZES,
-                                           activation_function="swish", scale_embedding=True)  # fmt: skip
-        model = transformers.MarianMTModel(config)
-        with torch.no_grad():
-            model.final_logits_bias.normal_(0.0, 1.0)  # an output bias of its own
-    else:
-        directory = m2m100_tokenizer_dir(root)
-        config = transformers.M2M100Config(**m2m100_config_entries(directory), **SIZES, encoder_layerdrop=0.0,
-                                           decoder_layerdrop=0.0)  # fmt: skip
-        model = transformers.M2M100ForConditionalGeneration(config)
-    model.eval().save_pretrained(directory)
-    return directory, model, transformers.AutoTokenizer.from_pretrained(directory, **LANGUAGES[kind])
 
 
 def transformers_dev_loss(model: torch.nn.Module, tokenizer, corpus: Path) -> float:
@@ -70,8 +38,8 @@ def transformers_dev_loss(model: torch.nn.Module, tokenizer, corpus: Path) -> fl
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["marian", "m2m100"])
 def test_an_imported_model_fine_tunes_from_transformers_own_loss(kind: str, tmp_path: Path) -> None:
-    directory, model, tokenizer = hugging_face_model(kind, tmp_path)
-    checkpoint = import_huggingface(directory, tmp_path / f"{kind}.pt", **LANGUAGES[kind])
+    imported = build(kind, tmp_path)
+    model, tokenizer, checkpoint = imported.model, imported.tokenizer, imported.checkpoint
     corpus = write_toy_corpus(tmp_path / "corpus", train=60)
     run_dir = tmp_path / "run"
     result = run_module(

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from export_refusals import assert_export_refused
+from export_refusals import assert_export_refused, assert_kept_unless_forced
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq.data.tokenizer import Tokenizer
@@ -124,12 +124,6 @@ def test_unsupported_settings_are_one_line_errors_and_write_nothing(tmp_path, to
 
 def test_existing_output_is_kept_unless_forced(tmp_path, tokenizer):
     checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "keep.txt").write_text("mine")
-    with pytest.raises(UserError, match="force=true"):
-        export_ctranslate2(checkpoint, tmp_path / "out")
-    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
-    export_ctranslate2(checkpoint, tmp_path / "out", force=True)
-    assert (tmp_path / "out" / "model.bin").is_file() and not (tmp_path / "out" / "keep.txt").exists()
+    assert_kept_unless_forced(export_ctranslate2, checkpoint, tmp_path / "out", "model.bin")
     with pytest.raises(UserError, match="weight_format='int4' is not supported"):
         export_ctranslate2(checkpoint, tmp_path / "other", weight_format="int4")

@@ -5,7 +5,8 @@ tokenizer.json + tokenizer_config.json, made by transformers itself).
 
 Each `*_tokenizer_dir(tmp_path)` writes a fresh subdirectory of `tmp_path` and returns it; the matching
 `*_config_entries(directory)` gives the token ids and sizes the model's config.json needs, as the hub's
-config.json has them. Only the NLLB directory needs transformers to be built.
+config.json has them (`tokenizer_dir(kind, ...)` and `config_entries(kind, ...)` choose them by kind).
+Only the NLLB directory needs transformers to be built.
 """
 
 from __future__ import annotations
@@ -204,3 +205,20 @@ def nllb_config_entries(directory: Path) -> dict[str, int]:
         "vocab_size": size, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
         "decoder_start_token_id": 2,
     }  # fmt: skip
+
+
+def tokenizer_dir(kind: str, tmp_path: Path) -> Path:
+    """The tokenizer directory of `kind` ("marian", "m2m100", "nllb"), written under `tmp_path`."""
+    return _BY_KIND[kind][0](tmp_path)
+
+
+def config_entries(kind: str, directory: Path) -> dict[str, int]:
+    """What config.json needs for the tokenizer directory of `kind` in `directory`."""
+    return _BY_KIND[kind][1](directory)
+
+
+_BY_KIND = {
+    "marian": (marian_tokenizer_dir, marian_config_entries),
+    "m2m100": (m2m100_tokenizer_dir, m2m100_config_entries),
+    "nllb": (nllb_tokenizer_dir, nllb_config_entries),
+}

@@ -18,17 +18,7 @@ from pathlib import Path
 
 import torch
 import transformers
-from huggingface_fixtures import (
-    EN,
-    MARIAN_LANGUAGE_CODES,
-    m2m100_config_entries,
-    m2m100_tokenizer_dir,
-    marian_config_entries,
-    marian_tokenizer_dir,
-    nllb_config_entries,
-    nllb_tokenizer_dir,
-    sentences,
-)
+from huggingface_fixtures import EN, MARIAN_LANGUAGE_CODES, config_entries, sentences, tokenizer_dir
 
 from seq2seq.interop.huggingface_import import import_huggingface
 
@@ -102,8 +92,8 @@ def _without_language_codes(directory: Path) -> Path:
     return directory
 
 
-def _marian(directory: Path) -> torch.nn.Module:
-    entries = {**marian_config_entries(directory), "forced_eos_token_id": None}
+def _marian(entries: dict) -> torch.nn.Module:
+    entries = {**entries, "forced_eos_token_id": None}
     config = transformers.MarianConfig(**entries, **SIZES, activation_function="swish", scale_embedding=True)
     model = transformers.MarianMTModel(config)
     with torch.no_grad():  # an output bias of its own, eos among the likely tokens (some outputs end early)
@@ -112,7 +102,7 @@ def _marian(directory: Path) -> torch.nn.Module:
     return model
 
 
-def _m2m100(directory: Path, entries: dict) -> torch.nn.Module:
+def _m2m100(entries: dict) -> torch.nn.Module:
     config = transformers.M2M100Config(**entries, **SIZES, encoder_layerdrop=0.0, decoder_layerdrop=0.0)
     model = transformers.M2M100ForConditionalGeneration(config)
     with torch.no_grad():  # the final norm's bias raises eos's logit (the output matrix is the embedding)
@@ -123,15 +113,10 @@ def _m2m100(directory: Path, entries: dict) -> torch.nn.Module:
 
 def build(kind: str, root: Path) -> Imported:
     torch.manual_seed({"marian": 0, "m2m100": 1, "nllb": 2}[kind])
+    directory = tokenizer_dir(kind, root)
     if kind == "marian":
-        directory = _without_language_codes(marian_tokenizer_dir(root))
-        model = _marian(directory)
-    elif kind == "m2m100":
-        directory = m2m100_tokenizer_dir(root)
-        model = _m2m100(directory, m2m100_config_entries(directory))
-    else:
-        directory = nllb_tokenizer_dir(root)
-        model = _m2m100(directory, nllb_config_entries(directory))
+        directory = _without_language_codes(directory)
+    model = (_marian if kind == "marian" else _m2m100)(config_entries(kind, directory))
     model.eval().save_pretrained(directory)
     tokenizer = transformers.AutoTokenizer.from_pretrained(directory, **LANGUAGES[kind])
     checkpoint = import_huggingface(directory, root / f"{kind}.pt", **LANGUAGES[kind])

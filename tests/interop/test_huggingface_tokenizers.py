@@ -12,18 +12,7 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 
-from huggingface_fixtures import (  # noqa: E402
-    EN,
-    ES,
-    m2m100_config_entries,
-    m2m100_language_id,
-    m2m100_tokenizer_dir,
-    marian_config_entries,
-    marian_tokenizer_dir,
-    nllb_config_entries,
-    nllb_tokenizer_dir,
-    sentences,
-)
+from huggingface_fixtures import EN, ES, config_entries, m2m100_language_id, sentences, tokenizer_dir  # noqa: E402
 
 from seq2seq.data.mapped_tokenizer import MappedTokenizer  # noqa: E402
 from seq2seq.data.tokenizer import Tokenizer  # noqa: E402
@@ -42,24 +31,23 @@ HOSTILE = [
     "eng_Latn the <mask> dog", "ﬁ ① ½ \u00a0x\u3000y ﬁ\u0301", "\x00\x01 the\x7f", "ｱﾞ ｶﾞ", "the\n\ndog\r\n",
     "don't it's 3.5 2024 ¿qué? ¡sí!", "ÀÉÎ Tom . , ! ?", "مرحبا שלום नमस्ते the", "\u200d\u200b\u00ad",
 ]  # fmt: skip
-KINDS = {
-    "marian": ("marian", marian_tokenizer_dir, marian_config_entries, "MarianTokenizer"),
-    "m2m100": ("m2m_100", m2m100_tokenizer_dir, m2m100_config_entries, "M2M100Tokenizer"),
-    "nllb": ("m2m_100", nllb_tokenizer_dir, nllb_config_entries, "NllbTokenizer"),
+KINDS = {  # kind -> (config.json's model_type, transformers' tokenizer class)
+    "marian": ("marian", "MarianTokenizer"),
+    "m2m100": ("m2m_100", "M2M100Tokenizer"),
+    "nllb": ("m2m_100", "NllbTokenizer"),
 }
 
 
 def _config(kind: str, directory: Path) -> dict:
-    model_type, _, entries, _ = KINDS[kind]
-    return {"model_type": model_type, **entries(directory)}
+    return {"model_type": KINDS[kind][0], **config_entries(kind, directory)}
 
 
 @pytest.fixture(scope="module")
 def directories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("hf-tokenizers")
     made = {}
-    for kind, (_, build, _, _) in KINDS.items():
-        made[kind] = build(root)
+    for kind in KINDS:
+        made[kind] = tokenizer_dir(kind, root)
         (made[kind] / "config.json").write_text(json.dumps(_config(kind, made[kind])), encoding="utf-8")
     return made
 
@@ -86,7 +74,7 @@ def _assert_same(src, tgt, hf, texts) -> None:
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_ids_and_text_equal_transformers_on_hostile_text(kind, loaded):
     src, tgt, hf = loaded[kind]
-    assert type(hf).__name__ == KINDS[kind][3]
+    assert type(hf).__name__ == KINDS[kind][1]
     _assert_same(src, tgt, hf, HOSTILE)
 
 
@@ -118,7 +106,7 @@ def test_the_explicit_classes_agree(directories, loaded):
 
 def test_special_ids_languages_and_sizes(directories, loaded):
     for kind, (src, tgt, hf) in loaded.items():
-        entries = KINDS[kind][2](directories[kind])
+        entries = config_entries(kind, directories[kind])
         assert src.vocab_size == tgt.vocab_size == entries["vocab_size"]
         assert (tgt.pad_id, tgt.eos_id, tgt.bos_id) == (
             hf.pad_token_id,
@@ -157,7 +145,7 @@ def test_written_files_load_back_with_the_same_ids(kind, loaded, tmp_path):
     src, tgt, _ = loaded[kind]
     entries = write_tokenizer_files(tmp_path / "out", src, tgt)
     hf = transformers.AutoTokenizer.from_pretrained(tmp_path / "out")
-    assert type(hf).__name__ == KINDS[kind][3]
+    assert type(hf).__name__ == KINDS[kind][1]
     _assert_same(src, tgt, hf, HOSTILE)
     again = read_tokenizers(tmp_path / "out", {"model_type": KINDS[kind][0], **entries})
     assert again == (src, tgt)
@@ -210,7 +198,7 @@ def _bpe_only(directory: Path) -> None:
     [
         ("marian", _removed("source.spm"), "no source.spm: restore it"),
         ("marian", _bpe_only, r"no source.spm: OPUS-MT models without sentencepiece files \(BPE\) cannot be"),
-        ("marian", _written("vocab.json", "{not json"), "vocab.json: not valid JSON"),
+        ("marian", _written("vocab.json", "{not json"), "vocab.json is not valid JSON"),
         ("marian", _written("target.spm", "not a model"), "not a valid sentencepiece model"),
         ("marian", _written("vocab.json", '{"<unk>": 0, "a": 5}'), "token ids are not 0..1"),
         ("marian", _written(TOKENIZER_CONFIG, '{"tokenizer_class": "BertTokenizer"}'),
@@ -220,7 +208,7 @@ def _bpe_only(directory: Path) -> None:
         ("m2m100", _removed("sentencepiece.bpe.model"), "no sentencepiece.bpe.model; restore it"),
         ("m2m100", _written(TOKENIZER_CONFIG, '{"src_lang": "xx"}'), "src_lang 'xx' is not one"),
         ("nllb", _removed("sentencepiece.bpe.model"), "NLLB tokenizers without their sentencepiece"),
-        ("nllb", _written("tokenizer.json", "[]"), "tokenizer.json: not a JSON object"),
+        ("nllb", _written("tokenizer.json", "[]"), "tokenizer.json holds a list, not a JSON object"),
     ],
 )  # fmt: skip
 def test_broken_directories_are_one_line_errors(kind, damage, message, directories, tmp_path):

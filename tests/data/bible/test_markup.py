@@ -1,5 +1,7 @@
 """Markup stripping and the RV1909's printing conventions, on verses copied from the modules."""
 
+import pytest
+
 from seq2seq.data.bible.markup import (
     clean_markup,
     restore_chapter_case,
@@ -7,53 +9,56 @@ from seq2seq.data.bible.markup import (
     strip_subscription,
 )
 
-
-def test_footnote_between_words_leaves_a_space():
-    raw = (
+# (what the case shows, a verse's raw markup, its text)
+CLEAN_MARKUP = [
+    (
+        "a footnote between words leaves a space",
         '<w savlm="strong:H0430">God</w><note placement="foot" swordFootnote="1"></note>'
-        '<w savlm="strong:H1254">created</w> <w savlm="strong:H0853">the</w> heavens.'
-    )
-    assert clean_markup(raw) == "God created the heavens."
-
-
-def test_footnote_before_punctuation_leaves_no_space():
-    raw = '<w savlm="strong:H0430">God’s</w><note placement="foot" swordFootnote="2">a note</note>.'
-    assert clean_markup(raw) == "God’s."
-
-
-def test_added_words_are_separate_words_unless_an_enclitic_pronoun():
-    raw = (
+        '<w savlm="strong:H1254">created</w> <w savlm="strong:H0853">the</w> heavens.',
+        "God created the heavens.",
+    ),
+    (
+        "a footnote before punctuation leaves no space",
+        '<w savlm="strong:H0430">God’s</w><note placement="foot" swordFootnote="2">a note</note>.',
+        "God’s.",
+    ),
+    (
+        "added words are separate words unless an enclitic pronoun",
         '<w savlm="strong:H1961">Y FUÉ</w><transChange type="added">que</transChange>'
         '<w savlm="strong:H7970">á los treinta</w> <w savlm="strong:H8141">años</w>, '
-        '<w>oyéndo</w><transChange type="added">lo</transChange> él'
-    )
-    assert clean_markup(raw) == "Y FUÉ que á los treinta años, oyéndolo él"
-
-
-def test_strongs_numbers_and_line_markup_never_become_text():
-    raw = (
+        '<w>oyéndo</w><transChange type="added">lo</transChange> él',
+        "Y FUÉ que á los treinta años, oyéndolo él",
+    ),
+    (
+        "Strong's numbers and line markup never become text",
         '<w lemma="H3967" savlm="strong:H8083 H3967">ochocientos</w> años:'
-        '<l eID="gen7861" level="1"/> <l level="2" sID="gen7862"/>muchos'
-    )
-    assert clean_markup(raw) == "ochocientos años: muchos"
-
-
-def test_closing_quote_tag_separates_the_next_sentence():
-    raw = 'said to him, <q marker="">“Allow it now.”</q>Then he allowed him. <div eID="g1" type="x-p"/>'
-    assert clean_markup(raw) == "said to him, “Allow it now.” Then he allowed him."
-
-
-def test_speaker_labels_are_dropped():
-    raw = 'Let’s hurry.<l eID="1" level="2"/> <lg eID="2"/> <speaker>Friends</speaker> <lg sID="3"/>We will'
-    assert clean_markup(raw) == "Let’s hurry. We will"
-
-
-def test_text_after_the_end_of_the_book_is_cut():
-    raw = (
+        '<l eID="gen7861" level="1"/> <l level="2" sID="gen7862"/>muchos',
+        "ochocientos años: muchos",
+    ),
+    (
+        "a closing quote tag separates the next sentence",
+        'said to him, <q marker="">“Allow it now.”</q>Then he allowed him. <div eID="g1" type="x-p"/>',
+        "said to him, “Allow it now.” Then he allowed him.",
+    ),
+    (
+        "speaker labels are dropped",
+        'Let’s hurry.<l eID="1" level="2"/> <lg eID="2"/> <speaker>Friends</speaker> <lg sID="3"/>We will',
+        "Let’s hurry. We will",
+    ),
+    (
+        "text after the end of the book is cut",
         'with all the saints. Amen.  <chapter eID="Rev.22"/><div eID="gen1" type="x-p"/> '
-        '<div sID="gen2" type="glossary"/> The following words used in the World English Bible'
-    )
-    assert clean_markup(raw) == "with all the saints. Amen."
+        '<div sID="gen2" type="glossary"/> The following words used in the World English Bible',
+        "with all the saints. Amen.",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"), [case[1:] for case in CLEAN_MARKUP], ids=[c[0] for c in CLEAN_MARKUP]
+)
+def test_clean_markup(raw: str, text: str) -> None:
+    assert clean_markup(raw) == text
 
 
 def test_chapter_capitals_become_normal_case():
