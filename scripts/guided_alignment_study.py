@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -39,12 +38,12 @@ BIBLE = ROOT / "data" / "bible_en_es"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from distillation_study import final_checkpoint, paired_bootstrap, run  # noqa: E402
+from study_support import final_checkpoint, paired_bootstrap, run, study_directory  # noqa: E402
 
 from seq2seq import Translator  # noqa: E402
-from seq2seq.data.word_alignment import align_corpus, word_spans  # noqa: E402
+from seq2seq.data.word_alignment import align_corpus  # noqa: E402
 from seq2seq.inference.alignment import most_attended  # noqa: E402
-from seq2seq.inference.piece_spans import piece_spans  # noqa: E402
+from seq2seq.inference.piece_spans import word_of_pieces  # noqa: E402
 
 Link = tuple[int, int]
 
@@ -75,16 +74,6 @@ def reference(work: Path) -> list[list[Link]]:
     test = links[len(lines["train.en"]) :]
     cached.write_text(json.dumps(test))
     return test
-
-
-def word_of_pieces(text: str, pieces: list[str]) -> list[int | None]:
-    """Which word (word_spans) each piece's characters fall in; None for a piece of no word."""
-    words = word_spans(text)
-    owners: list[int | None] = []
-    for start, end in piece_spans(text, pieces):
-        inside = [w for w, (first, last) in enumerate(words) if first < end and start < last]
-        owners.append(inside[0] if inside else None)
-    return owners
 
 
 def model_links(translator: Translator, sources: list[str], targets: list[str], layer: int,
@@ -153,10 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="align", help="runs/<name>-plain and runs/<name>-guided")
     parser.add_argument("--bin", type=Path, default=Path(sys.executable).parent, help="the venv's bin")
     args = parser.parse_args(argv)
-    if not (BIBLE / "train.en").is_file():
-        raise SystemExit(f"{BIBLE} is missing: run `seq2seq-prepare` (or bash scripts/quickstart.sh) first")
-    work = ROOT / "runs" / args.name
-    work.mkdir(parents=True, exist_ok=True)
+    work = study_directory(args.name)
     runs = train(args)
     results = {
         "aer": alignments(runs, work),
@@ -167,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         "markup": markup(args, runs, work),
     }
     hyps = {label: next(d.glob("test.beam*.es")) for label, d in runs.items()}
-    results["bootstrap"] = paired_bootstrap(hyps)
+    results["bootstrap"] = paired_bootstrap(BIBLE / "test.es", hyps)
     (work / "results.json").write_text(json.dumps(results, indent=2))
     print(json.dumps({k: v for k, v in results.items() if k != "markup"}, indent=2))
     print(results["bootstrap"])

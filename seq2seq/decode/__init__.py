@@ -2,7 +2,8 @@
 ensemble of them, through the SearchableModel protocol only (an exported model is searched by CTranslate2
 behind seq2seq.inference.engines.Engine). One concept per module:
 
-searchable.py   SearchableModel: the protocol every searched model implements (families, Ensemble)
+searchable.py   SearchableModel: the protocol every searched model implements (families, Ensemble);
+                StaticStepping: a model whose step compiled decoding compiles
 options.py      SearchOptions: every search setting, in one object (the `decode` config group)
 hypotheses.py   what goes in and comes out: special ids, prefixes, the stop check, Hypothesis
 step_rules.py   the per-step rules: length limits, n-gram blocking, forced prefixes, avoided phrases
@@ -19,7 +20,6 @@ tuned_decoding.py  a model's tuned decoding (length_penalty, max_len_a) stored w
 compiled.py     compiled decoding: the decoder step as one torch.compile graph over static KV caches
 shortlist.py    vocabulary shortlists: a lexical table, and each batch's output projection on its candidates
 teacher_forcing.py  the model's own log-probabilities of found outputs (confidence under a shortlist)
-attention_plot.py  cross-attention heat maps
 """
 
 from seq2seq.decode.beam import beam_search

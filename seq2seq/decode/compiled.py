@@ -28,9 +28,8 @@ from typing import Any
 import torch
 
 from seq2seq.decode.ensemble import members_of
-from seq2seq.decode.searchable import SearchableModel
+from seq2seq.decode.searchable import SearchableModel, StaticStepping
 from seq2seq.errors import UserError
-from seq2seq.model.transformer import Seq2Seq
 
 log = logging.getLogger(__name__)
 COMPILE_SETTINGS = ("auto", "true", "false")
@@ -47,10 +46,10 @@ def compile_setting(value: Any) -> str:
     return text
 
 
-def _stepping(model: SearchableModel) -> list[Seq2Seq]:
-    """The encoder-decoder models whose steps compile: the model's, or its ensemble's members (checked by
+def _stepping(model: SearchableModel) -> list[StaticStepping]:
+    """The models whose steps compile: the model, or its ensemble's members (checked by
     `unsupported_reason` first)."""
-    return [member for member in members_of(model) if isinstance(member, Seq2Seq)]
+    return [member for member in members_of(model) if isinstance(member, StaticStepping)]
 
 
 def unsupported_reason(
@@ -58,7 +57,7 @@ def unsupported_reason(
 ) -> str | None:
     """Why this model and setting cannot decode compiled, in words; None when they can."""
     for member in members_of(model):
-        if not isinstance(member, Seq2Seq):  # the one family with a static step
+        if not isinstance(member, StaticStepping):  # encoder-decoder models have a static step
             return f"it compiles encoder-decoder models, and this is {member.family}"
         if member.config.get("window") is not None:
             return "sliding-window attention decodes on growing caches only"

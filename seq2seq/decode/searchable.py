@@ -10,6 +10,7 @@ runs in CTranslate2 behind seq2seq.inference.engines.Engine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor
@@ -69,4 +70,15 @@ class SearchableModel(Protocol):
         ...
 
 
-__all__ = ["SearchState", "SearchableModel"]
+@runtime_checkable
+class StaticStepping(SearchableModel, Protocol):
+    """A searchable model whose decoder step also runs on static caches with every input a tensor, the
+    step seq2seq.decode.compiled compiles. A family that lacks it (decoder-only today) decodes on growing
+    caches only; compiled decoding asks this protocol, never which family a model is."""
+
+    static_step: Callable[..., Tensor]  # decode_step on static caches: what torch.compile compiles
+    static_step_function: Callable[..., Tensor] | None  # what searches on static caches run; None: growing
+    compiled_static_step: Callable[..., Tensor] | None  # static_step compiled, kept for the next compile
+
+
+__all__ = ["SearchState", "SearchableModel", "StaticStepping"]

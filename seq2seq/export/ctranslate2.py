@@ -29,24 +29,23 @@ from typing import Any
 import torch
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
-from seq2seq.decode.shortlist import Shortlist
-from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
 from seq2seq.errors import UserError, warn_renamed_keyword
 from seq2seq.files import temporary_path
-from seq2seq.inference.engines import import_ctranslate2
-from seq2seq.inference.exported import (
+from seq2seq.inference.api import (
     FORMAT,
     JOINT_TOKENIZER,
     METADATA_FILE,
+    PAYLOAD_KEY,
     SOURCE_TOKENIZER,
     TARGET_TOKENIZER,
     TORCH_WEIGHTS_FILE,
     VERSION,
+    LoadedModel,
+    Shortlist,
+    import_ctranslate2,
+    load_for_inference,
 )
-from seq2seq.inference.loading import LoadedModel, load_for_inference
-from seq2seq.model import family_of
-from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER
-from seq2seq.nn.positional import sinusoid_table
+from seq2seq.model import DECODER_ONLY, ENCODER_DECODER, family_of
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +206,16 @@ class _SpecConverter:
 
 
 def _numpy_state(model: Any) -> dict[str, Any]:
-    return {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    """The weights as numpy arrays, and with sinusoidal positions each stack's sinusoids as the model itself
+    computes them (its layout and offset applied), `<stack>.positions.absolute.sinusoids`: row t holds
+    column t's position, for every position the model holds. CTranslate2 stores them as weights."""
+    state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    if model.config.get("positional") == "sinusoidal":
+        columns = torch.arange(int(model.config["max_positions"]))
+        for name, module in model.named_modules(remove_duplicate=False):  # a shared one: each name
+            if name.endswith("positions.absolute"):
+                state[f"{name}.sinusoids"] = module(columns).numpy()  # (max_positions, D)
+    return state
 
 
 def _stack_options(config: dict[str, Any], specs: Any) -> dict[str, Any]:
@@ -348,15 +356,13 @@ def _attention(spec: Any, state: dict, linears: list[str], norm: str) -> None:
 
 def _fill_positions(spec: Any, state: dict, config: dict, stack: str) -> None:
     """Absolute positions as an explicit table whose row t is column t's position (t + position_offset):
-    learned, or the sinusoids we compute in the model's layout; none for RoPE."""
+    learned, or the sinusoids the model computes in its layout (_numpy_state); none for RoPE."""
     offset, rows = int(config.get("position_offset", 0)), int(config["max_positions"])
     if config["positional"] == "learned":
         table = state[f"{stack}.positions.absolute.table.weight"]  # (offset + rows, D)
         spec.position_encodings.encodings = table[offset : offset + rows]
     elif config["positional"] == "sinusoidal":
-        positions = torch.arange(rows) + offset
-        layout = config.get("sinusoid_layout", "standard")
-        spec.position_encodings.encodings = sinusoid_table(positions, config["d_model"], layout).numpy()
+        spec.position_encodings.encodings = state[f"{stack}.positions.absolute.sinusoids"]  # (rows, D)
     elif hasattr(spec, "position_encodings"):  # RoPE: none (else CTranslate2 adds sinusoids)
         del spec.position_encodings
 

@@ -1,11 +1,13 @@
 """Word alignment between a source and its translation, from the model itself: each target token linked
 to the source token its cross-attention weighs most (one layer; the mean of its heads, or one head).
-What seq2seq-translate's alignment=true writes and what puts markup back (seq2seq.inference.markup_text).
+What seq2seq-translate's alignment=true writes and what puts markup back (seq2seq.inference.markup_text);
+which layer and head both read, one rule decides (alignment_position).
 An engine without cross-attention weights (an ensemble, CTranslate2) gets the proportional alignment,
 which links each target token to the source token at the same relative position."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -24,6 +26,24 @@ class CrossAttending(Protocol):
     def cross_attention(self, src: Tensor, tgt_in: Tensor, *, layer: int = -1) -> Tensor:
         """Shapes: src (B, S), tgt_in (B, T) -> (B, H, T, S') weights of decoder layer `layer`."""
         ...
+
+
+def alignment_position(
+    model_config: Mapping[str, Any], *, layer: int | None = None, head: int | None = None
+) -> tuple[int, int | None]:
+    """(decoder layer, head or None for the mean of its heads) whose cross-attention an alignment reads:
+    the one rule for alignment=true, attention pictures and markup placement. `layer` / `head` given (the
+    attention_layer / attention_head settings): those, the unnamed layer by the rule below. Else a model
+    trained with guided alignment reads its alignment head (model.alignment_layer, alignment_head), and
+    any other model the mean of the heads of its next-to-last decoder layer (the last, with one layer):
+    of every layer, and of every single head, it agreed best with eflomal on the Bible test set
+    (benchmarks/alignment_layers.py; docs/studies/alignment-layers.md)."""
+    if layer is None and head is None and model_config.get("alignment_layer") is not None:
+        trained = model_config.get("alignment_head")
+        return int(model_config["alignment_layer"]), None if trained is None else int(trained)
+    if layer is None:
+        layer = -2 if int(model_config.get("decoder_layers", 1)) >= 2 else -1
+    return int(layer), None if head is None else int(head)
 
 
 @torch.inference_mode()

@@ -6,15 +6,29 @@ walking the text left to right: a piece's surface is its string without the word
 whose surface is not where the walk stands is looked for a little further on (sentencepiece's
 normalisation may have changed a character); a piece found nowhere (an unknown-character piece, a byte
 piece) gets an empty span where the walk stands. Spans are non-decreasing, never overlap, and cover
-every character the pieces spell out.
+every character the pieces spell out. `word_of_pieces` maps each piece to the word it falls in (the
+word alignments of guided-alignment training and of the alignment studies count words).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from seq2seq.data.word_alignment import word_spans
+
 WORD_START = "\u2581"  # ▁
 LOOKAHEAD = 8  # characters a piece may be found past where the walk stands
+
+
+def word_of_pieces(text: str, pieces: Sequence[str]) -> list[int | None]:
+    """Which word (seq2seq.data.word_alignment.word_spans) each piece's characters fall in; None for a
+    piece of no word."""
+    words = word_spans(text)
+    owners: list[int | None] = []
+    for start, end in piece_spans(text, pieces):
+        inside = [w for w, (first, last) in enumerate(words) if first < end and start < last]
+        owners.append(inside[0] if inside else None)
+    return owners
 
 
 def piece_spans(text: str, pieces: Sequence[str]) -> list[tuple[int, int]]:

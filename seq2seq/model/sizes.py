@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from seq2seq.errors import UserError
 
@@ -31,10 +31,12 @@ def size_names() -> list[str]:
     return sorted(path.stem for path in model_config_dir().glob("*.yaml"))
 
 
-def _resolved(name: str) -> DictConfig:
-    """configs/model/<name>.yaml merged over the entries of its defaults list from the same group.
+def _resolved(name: str) -> dict[str, Any]:
+    """configs/model/<name>.yaml merged over the entries of its defaults list from the same group, as a
+    plain dict (interpolations left unresolved, so the next merge still sees them).
 
     Entries outside the group (the `/schema/model` type declarations) carry no values and are skipped.
+    OmegaConf only reads and merges the YAML here: no config object leaves this module.
     """
     path = model_config_dir() / f"{name}.yaml"
     if not path.is_file():
@@ -49,12 +51,13 @@ def _resolved(name: str) -> DictConfig:
             merged = OmegaConf.merge(merged, own)
         elif isinstance(entry, str) and not entry.startswith("/"):
             merged = OmegaConf.merge(merged, _resolved(entry))
-    return merged
+    return OmegaConf.to_container(merged)  # type: ignore[return-value]  # a mapping: a dict
 
 
 def model_config(name: str) -> dict[str, Any]:
     """Every `build_model` argument the named config sets (vocabulary sizes and pad_id come at run time)."""
-    config = OmegaConf.to_container(_resolved(name), resolve=True)
+    resolved = OmegaConf.to_container(OmegaConf.create(_resolved(name)), resolve=True)
+    config: dict[str, Any] = dict(resolved)  # type: ignore[arg-type]  # a mapping: a dict
     config.pop("_target_", None)
     return config
 

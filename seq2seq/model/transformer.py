@@ -269,7 +269,8 @@ class Decoder(Stack):
 class Seq2Seq(nn.Module):
     """Encoder-decoder Transformer. `config` holds the builder arguments (saved in checkpoints).
 
-    A SearchableModel (seq2seq.decode.searchable): every search runs it through that surface.
+    A SearchableModel (seq2seq.decode.searchable): every search runs it through that surface; and a
+    StaticStepping one (`static_step`), which compiled decoding compiles.
     """
 
     family = ENCODER_DECODER

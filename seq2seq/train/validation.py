@@ -19,7 +19,7 @@ import sacrebleu
 import torch
 from torch import nn
 
-from seq2seq.decode.attention_plot import attention_figure, column_labels
+from seq2seq.attention_pictures import attention_figure, column_labels
 from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import best_tokens, pad_batch, search_ids

@@ -13,7 +13,7 @@ from tiny_models import tiny_decoder_only
 
 from seq2seq.decode.compiled import use_eager_decoding, use_static_decoding
 from seq2seq.decode.ensemble import Ensemble
-from seq2seq.decode.searchable import SearchableModel
+from seq2seq.decode.searchable import SearchableModel, StaticStepping
 from seq2seq.model import TRANSLATING_FAMILIES, build_encoder_only
 
 MODELS = {
@@ -69,3 +69,11 @@ def test_families_say_whether_they_decode_on_static_caches() -> None:
     use_eager_decoding(ensemble)
     assert not ensemble.static_decoding
     assert tiny_decoder_only(12, pad_id=PAD).static_decoding is False
+
+
+def test_compiled_decoding_asks_the_protocol_which_models_have_a_static_step() -> None:
+    """seq2seq.decode.compiled branches on StaticStepping, never on a family's class: the encoder-decoder
+    family implements it, the decoder-only family and an ensemble (whose members are asked) do not."""
+    assert mismatches(tiny_model(), StaticStepping) == []
+    assert not isinstance(tiny_decoder_only(12, pad_id=PAD), StaticStepping)
+    assert not isinstance(Ensemble([tiny_model(), tiny_model(seed=1)]), StaticStepping)

@@ -131,8 +131,8 @@ def test_a_shortlist_for_other_tokenizers_is_refused_and_the_command_round_trips
     (tmp_path / "train.tgt").write_text("".join(t.upper() + "\n" for t in texts), encoding="utf-8")
     settings = [
         f"checkpoint={checkpoint}",
-        "source=train.src",
-        "target=train.tgt",
+        "src_file=train.src",
+        "tgt_file=train.tgt",
         "output=sl.pt",
         "per_source=3",
     ]
@@ -153,16 +153,16 @@ def test_a_shortlist_for_other_tokenizers_is_refused_and_the_command_round_trips
     (tmp_path / "junk.pt").write_bytes(b"not a shortlist")
     with pytest.raises(UserError, match="corrupt or truncated"):
         Translator.from_checkpoint(checkpoint, shortlist=tmp_path / "junk.pt")
-    absent = [settings[0], "source=absent.src", *settings[2:]]
+    absent = [settings[0], "src_file=absent.src", *settings[2:]]
     missing = run_module("seq2seq.cli.shortlist", *absent, cwd=tmp_path)
-    assert error_line(missing).startswith("error: source=absent.src cannot be read (No such file")
+    assert error_line(missing).startswith("error: src_file=absent.src cannot be read (No such file")
 
     (tmp_path / "short.tgt").write_text("one line\n", encoding="utf-8")
-    settings[2] = "target=short.tgt"
+    settings[2] = "tgt_file=short.tgt"
     refused = run_module("seq2seq.cli.shortlist", *settings, cwd=tmp_path)
     assert error_line(refused) == (
-        "error: source=train.src has 30 lines but target=short.tgt has 1; parallel files need exactly one "
-        "translation per line"
+        "error: src_file=train.src has 30 lines but tgt_file=short.tgt has 1; parallel files need exactly "
+        "one translation per line"
     )
 
 
@@ -355,22 +355,23 @@ def test_the_command_reads_gzip_files_like_plain_ones_and_refuses_damaged_or_una
         (tmp_path / f"train.{side}.gz").write_bytes(gzip.compress(text.encode()))
     for name in ("plain", "gz"):
         suffix = ".gz" if name == "gz" else ""
-        result = run_module("seq2seq.cli.shortlist", f"checkpoint={checkpoint}", f"source=train.src{suffix}",
-                            f"target=train.tgt{suffix}", f"output={name}.pt", cwd=tmp_path)  # fmt: skip
+        files = (f"src_file=train.src{suffix}", f"tgt_file=train.tgt{suffix}")
+        result = run_module("seq2seq.cli.shortlist", f"checkpoint={checkpoint}", *files, f"output={name}.pt",
+                            cwd=tmp_path)  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
     plain, zipped = (Shortlist.load(tmp_path / f"{n}.pt", src_model=tokenizer.to_bytes(),
                                     tgt_model=tokenizer.to_bytes()) for n in ("plain", "gz"))  # fmt: skip
     assert torch.equal(plain.table, zipped.table) and torch.equal(plain.frequent, zipped.frequent)
 
     def pairs(source: str, target: str) -> None:
-        cfg = OmegaConf.create({"source": str(tmp_path / source), "target": str(tmp_path / target)})
+        cfg = OmegaConf.create({"src_file": str(tmp_path / source), "tgt_file": str(tmp_path / target)})
         for _ in _pairs(cfg, (tokenizer, tokenizer)):
             pass
 
     short = "".join(t + "\n" for t in texts[:399])
     (tmp_path / "short.tgt.gz").write_bytes(gzip.compress(short.encode()))
     with pytest.raises(
-        UserError, match=r"^source=\S+train\.src\.gz has 400 lines but target=\S+short\.tgt\.gz has 399; "
+        UserError, match=r"^src_file=\S+train\.src\.gz has 400 lines but tgt_file=\S+short\.tgt\.gz has 399; "
     ):
         pairs("train.src.gz", "short.tgt.gz")
     whole = (tmp_path / "train.tgt.gz").read_bytes()
@@ -415,7 +416,7 @@ def test_a_multilingual_models_shortlist_names_its_direction(tmp_path) -> None:
     texts = sentences(20, seed=4)
     (tmp_path / "train.en").write_text("".join(t + "\n" for t in texts), encoding="utf-8")
     (tmp_path / "train.es").write_text("".join(t.upper() + "\n" for t in texts), encoding="utf-8")
-    settings = [f"checkpoint={checkpoint}", "source=train.en", "target=train.es", "output=sl.pt"]
+    settings = [f"checkpoint={checkpoint}", "src_file=train.en", "tgt_file=train.es", "output=sl.pt"]
     refused = run_module("seq2seq.cli.shortlist", *settings, cwd=tmp_path)
     assert "this model is multilingual: a shortlist serves one direction; pass src_lang=" in error_line(refused)
     unknown = run_module("seq2seq.cli.shortlist", *settings, "src_lang=en", "tgt_lang=de", cwd=tmp_path)
@@ -425,6 +426,6 @@ def test_a_multilingual_models_shortlist_names_its_direction(tmp_path) -> None:
     payload = load_checkpoint(checkpoint)
     loaded = Shortlist.load(tmp_path / "sl.pt", src_model=payload["tokenizer"]["src"], tgt_model=payload["tokenizer"]["src"])
     assert loaded.languages == ("en", "es")
-    exported = run_module("seq2seq.cli.export", f"checkpoint={checkpoint}", f"output={tmp_path / 'ct2'}",
-                          "shortlist=sl.pt", cwd=tmp_path)  # fmt: skip
+    exported = run_module("seq2seq.cli.export", f"checkpoint={checkpoint}",
+                          f"output_dir={tmp_path / 'ct2'}", "shortlist=sl.pt", cwd=tmp_path)  # fmt: skip
     assert "shortlist= of a multilingual model serves one direction (en->es)" in error_line(exported)

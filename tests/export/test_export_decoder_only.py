@@ -194,16 +194,16 @@ def test_export_command_writes_a_decoder_only_int8_model_and_refuses_before_writ
     tmp_path, tokenizer, capsys
 ):
     checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
-    settings = dict(checkpoint=str(checkpoint), format="ctranslate2", weight_format="int8", force=False)
+    settings = dict(checkpoint=str(checkpoint), target="ctranslate2", weight_format="int8", force=False)
     settings["shortlist"] = None  # configs/export.yaml's keys
-    written = export(OmegaConf.create({**settings, "output": str(tmp_path / "int8")}))
+    written = export(OmegaConf.create({**settings, "output_dir": str(tmp_path / "int8")}))
     metadata = json.loads((written / METADATA_FILE).read_text())
     assert metadata["family"] == metadata["model_config"]["family"] == "decoder_only"
     outputs = Translator.from_checkpoint(written, options=GREEDY).translate(sentences(4, seed=2))
     assert len(outputs) == 4 and all(isinstance(t.text, str) for t in outputs)
     refused = write_checkpoint(tmp_path / "prefix.pt", tokenizer, prefix_lm=True)
     with pytest.raises(SystemExit) as exit_code:
-        export(OmegaConf.create({**settings, "checkpoint": str(refused), "output": str(tmp_path / "no")}))
+        export(OmegaConf.create({**settings, "checkpoint": str(refused), "output_dir": str(tmp_path / "no")}))
     assert exit_code.value.code == 2 and "model.prefix_lm=true" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["int8", "model.pt", "prefix.pt"]
 
@@ -212,7 +212,7 @@ def test_export_command_writes_a_decoder_only_int8_model_and_refuses_before_writ
 def test_the_export_command_takes_weight_format_and_its_old_name_with_one_warning(tmp_path, tokenizer):
     checkpoint = write_checkpoint(tmp_path / "model.pt", tokenizer)
     for key, name in (("weight_format", "new"), ("quantization", "old")):
-        result = run_module("seq2seq.cli.export", f"checkpoint={checkpoint}", f"output={tmp_path / name}",
+        result = run_module("seq2seq.cli.export", f"checkpoint={checkpoint}", f"output_dir={tmp_path / name}",
                             f"{key}=int8", cwd=tmp_path)  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         assert json.loads((tmp_path / name / METADATA_FILE).read_text())["weight_format"] == "int8"

@@ -1,4 +1,9 @@
-"""Cross-attention heat maps: source pieces on the x axis, target pieces on the y axis."""
+"""Cross-attention heat maps: source pieces on the x axis, target pieces on the y axis.
+
+Pictures of a model's attention, drawn with matplotlib (imported only when a picture is drawn): the
+TensorBoard picture of training's validation and seq2seq-translate's attention_dir= both draw them, so
+the module sits below train and inference, beside metrics.py, and not in the search package.
+"""
 
 from __future__ import annotations
 

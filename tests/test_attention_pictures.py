@@ -8,7 +8,7 @@ import pytest
 import torch
 from matplotlib.image import imread
 
-from seq2seq.decode.attention_plot import attention_figure, column_labels, save_attention_png
+from seq2seq.attention_pictures import attention_figure, column_labels, save_attention_png
 
 
 def test_pooled_columns_get_the_pieces_they_average():
