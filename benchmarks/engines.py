@@ -127,7 +127,7 @@ def prepare_models(args: argparse.Namespace, checkpoint: Path, scratch: Path) ->
 
     shortlist = scratch / "shortlist.pt"
     build = [sys.executable, "-m", "seq2seq.cli.shortlist", f"checkpoint={checkpoint}", f"output={shortlist}"]
-    build += [f"source={args.data_dir / 'train.en'}", f"target={args.data_dir / 'train.es'}"]
+    build += [f"src_file={args.data_dir / 'train.en'}", f"tgt_file={args.data_dir / 'train.es'}"]
     subprocess.run(
         build, cwd=ROOT, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )

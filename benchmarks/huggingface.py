@@ -221,7 +221,7 @@ def prepare(args: argparse.Namespace, workdir: Path) -> dict[str, Path]:
     started = time.perf_counter()
     build_hub_directory(hub, args.vocab_pieces)
     checkpoint = workdir / "imported.pt"
-    command = [sys.executable, "-m", "seq2seq.cli.import_model", f"input={hub}", f"output={checkpoint}"]
+    command = [sys.executable, "-m", "seq2seq.cli.import_model", f"input_dir={hub}", f"output={checkpoint}"]
     subprocess.run(command, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     print(f"built and imported the model in {time.perf_counter() - started:.0f} s")
     source = workdir / "source.en"

@@ -37,7 +37,7 @@ from seq2seq import Translator
 from seq2seq.inference.text_input import read_text_lines
 from seq2seq.qe.correlation import pearson, spearman
 from seq2seq.qe.labels import sentence_labels
-from seq2seq.qe.scorer import QualityEstimator
+from seq2seq.inference.quality import QualityEstimator
 
 WEIGHTS = [0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0]
 

@@ -100,7 +100,7 @@ def start_server(checkpoint: Path, threads: int, overrides: list[str]) -> tuple[
 
     port = free_port()
     command = [sys.executable, "-m", "seq2seq.cli.serve", f"checkpoint={checkpoint}", f"port={port}",
-               f"threads={threads}", "log_level=warning", *overrides]  # fmt: skip
+               f"num_threads={threads}", "log_level=warning", *overrides]  # fmt: skip
     server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):

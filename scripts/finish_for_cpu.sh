@@ -42,11 +42,11 @@ mkdir -p "$OUT"
 CT2=$OUT/ctranslate2-$WEIGHT_FORMAT
 
 echo "== 1/3 shortlist ($PER_SOURCE candidates per source piece, $FREQUENT frequent pieces) -> $OUT/shortlist.pt"
-"$BIN/seq2seq-shortlist" checkpoint="$CHECKPOINT" source="$SRC" target="$TGT" output="$OUT/shortlist.pt" \
+"$BIN/seq2seq-shortlist" checkpoint="$CHECKPOINT" src_file="$SRC" tgt_file="$TGT" output="$OUT/shortlist.pt" \
   per_source="$PER_SOURCE" frequent="$FREQUENT"
 
 echo "== 2/3 CTranslate2 export ($WEIGHT_FORMAT, the shortlist as its vocabulary map) -> $CT2"
-"$BIN/seq2seq-export" checkpoint="$CHECKPOINT" output="$CT2" weight_format="$WEIGHT_FORMAT" \
+"$BIN/seq2seq-export" checkpoint="$CHECKPOINT" output_dir="$CT2" weight_format="$WEIGHT_FORMAT" \
   shortlist="$OUT/shortlist.pt" force=true
 
 if [ -z "$CHECK" ]; then

@@ -17,8 +17,10 @@ from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
 
-PRECISIONS = ("fp32", "bf16")  # what a model runs in: a Translator's `precision`, seq2seq-translate's
-SETTINGS = ("auto", *PRECISIONS)  # what trainer.precision may say: auto is resolved once per run
+PRECISIONS = ("fp32", "bf16")  # what a model runs in, once `auto` is resolved
+SETTINGS = ("auto", *PRECISIONS)  # what every precision setting may say: trainer.precision, translate's,
+# serve's and seq2seq-qe's precision, a Translator's or a QualityEstimator's; auto is resolved where the
+# device is known (resolve_precision)
 
 
 # oneDNN ISA limits (ONEDNN_MAX_CPU_ISA) under which its kernels still use bf16 instructions
@@ -44,27 +46,32 @@ def fast_bf16(device: torch.device) -> bool:
     return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
-def resolve_precision(setting: str, device: torch.device) -> str:
-    """trainer.precision as the run uses it. `auto`: bf16 autocast where the hardware runs it natively,
-    else fp32 (emulated bf16 is slow)."""
-    if setting not in SETTINGS:
-        raise UserError(f"trainer.precision={setting!r} is not supported; choose auto, fp32 or bf16")
+def resolve_precision(setting: str, device: torch.device, *, key: str = "trainer.precision") -> str:
+    """A precision setting as the model runs it on `device`. `auto`: bf16 autocast where the hardware
+    runs it natively, else fp32 (emulated bf16 is slow): the same rule for training and inference.
+    `key` names the setting in messages (translate's and serve's: "precision")."""
+    check_precision(setting, key=key)
     if setting != "auto":
         return setting
     chosen = "bf16" if fast_bf16(device) else "fp32"
-    log.info("trainer.precision=auto: using %s on %s", chosen, device)
+    log.info("%s=auto: using %s on %s", key, chosen, device)
     return chosen
 
 
-def check_precision(precision: str) -> str:
-    """A precision a model can run in (not `auto`, which only training resolves), else a one-line error."""
-    if precision not in PRECISIONS:
-        raise UserError(f"precision={precision!r} is not supported; choose {' or '.join(PRECISIONS)}")
-    return precision
+def check_precision(setting: str, *, key: str = "precision") -> str:
+    """A precision setting (auto | fp32 | bf16), checked before anything loads, else a one-line error.
+    `auto` stays as it is: resolve_precision turns it into fp32 or bf16 once the device is known."""
+    if setting not in SETTINGS:
+        raise UserError(f"{key}={setting!r} is not supported; choose auto, fp32 or bf16")
+    return setting
 
 
 def autocast(precision: str, device: torch.device) -> AbstractContextManager:
-    """bf16: `torch.autocast` to bfloat16 on the device's type; fp32: no context at all."""
-    if check_precision(precision) == "bf16":
+    """bf16: `torch.autocast` to bfloat16 on the device's type; fp32: no context at all. `auto` must be
+    resolved first (resolve_precision): only the caller knows the device it was meant for."""
+    if precision not in PRECISIONS:
+        raise UserError(f"precision={precision!r} is not a precision a model runs in; resolve auto with "
+                        "seq2seq.precision.resolve_precision first, or choose fp32 or bf16")  # fmt: skip
+    if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return nullcontext()

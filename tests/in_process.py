@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 
@@ -14,17 +17,24 @@ from seq2seq.cli.config.launch import config_dir
 from seq2seq.cli.translate import translate
 
 
-def run_translate(*overrides: str) -> tuple[int, str]:
-    """seq2seq-translate's function on the config Hydra composes from `overrides` -> (exit code, stderr)."""
+def run_command(function: Callable[[Any], Any], name: str, *overrides: str) -> subprocess.CompletedProcess:
+    """A command's function (seq2seq.cli.<module>.<function>) on the config Hydra composes from configs/
+    `name`.yaml and `overrides` -> its exit code and stderr, as a finished subprocess would give them."""
     with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("translate", overrides=list(overrides))
+        cfg = compose(name, overrides=list(overrides))
     stderr, code = io.StringIO(), 0
     with contextlib.redirect_stderr(stderr):
         try:
-            translate(cfg)
+            function(cfg)
         except SystemExit as stop:
-            code = stop.code
-    return code, stderr.getvalue()
+            code = int(stop.code or 0)
+    return subprocess.CompletedProcess([], code, "", stderr.getvalue())
+
+
+def run_translate(*overrides: str) -> tuple[int, str]:
+    """seq2seq-translate's function on the config Hydra composes from `overrides` -> (exit code, stderr)."""
+    result = run_command(translate, "translate", *overrides)
+    return result.returncode, result.stderr
 
 
 def translate_lines(

@@ -10,7 +10,9 @@ the forced code: its outputs then differ from language to language and from text
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 import torch
 from tiny_models import tiny_model, tiny_tokenizer
 
@@ -58,6 +60,24 @@ def multilingual_checkpoint(
     }
     save_checkpoint(path, payload)
     return path
+
+
+def module_fixtures() -> tuple[Any, Any]:
+    """Module-scoped fixtures for a test module, `checkpoint, translator = module_fixtures()`: the
+    multilingual_checkpoint file (source "en", target "es") and its Translator with OPTIONS' short searches.
+    Assigned rather than imported, so that the tests' arguments of the same names do not shadow an import."""
+
+    @pytest.fixture(scope="module")
+    def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return multilingual_checkpoint(tmp_path_factory.mktemp("model") / "model.pt")
+
+    @pytest.fixture(scope="module")
+    def translator(checkpoint: Path) -> Any:
+        from seq2seq import Translator
+
+        return Translator.from_checkpoint(checkpoint, options=OPTIONS)
+
+    return checkpoint, translator
 
 
 def own_multilingual_checkpoint(path: Path) -> Path:

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from seq2seq.checkpoint import save_checkpoint
-from seq2seq.cli.text_files import write_lines
+from seq2seq.inference.text_files import write_lines
 from seq2seq.data.binarize import encoded_corpus
 from seq2seq.data.tokenizer import Tokenizer
 from seq2seq.files import (

@@ -60,22 +60,34 @@ def test_autocast_is_bf16_autocast_or_nothing() -> None:
         assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
     with autocast("fp32", CPU):
         assert not torch.is_autocast_enabled("cpu")
-    with pytest.raises(UserError, match=r"precision='auto' is not supported; choose fp32 or bf16"):
-        autocast("auto", CPU)  # only training resolves auto
+    with pytest.raises(UserError, match=r"precision='auto' is not a precision a model runs in; resolve"):
+        autocast("auto", CPU)  # auto is resolved first, where the device is known
 
 
 def test_one_set_of_precisions() -> None:
-    """What a model runs in, and what trainer.precision may say: the same two plus auto."""
+    """What a model runs in, and what every precision setting may say (training's and inference's): the
+    same two plus auto."""
     assert precision.SETTINGS == ("auto", *precision.PRECISIONS)
-    assert [check_precision(name) for name in precision.PRECISIONS] == list(precision.PRECISIONS)
+    assert [check_precision(name) for name in precision.SETTINGS] == list(precision.SETTINGS)
     for setting in precision.SETTINGS:
         assert resolve_precision(setting, CPU) in precision.PRECISIONS
+
+
+def test_inference_settings_take_auto_and_resolve_it_by_the_training_rule(bf16_cpu, caplog) -> None:
+    assert check_precision("auto") == "auto"  # checked before the model loads, resolved once it has a device
+    with caplog.at_level("INFO", logger="seq2seq.precision"):
+        assert resolve_precision("auto", CPU, key="precision") == "bf16"
+    assert "precision=auto: using bf16 on cpu" in caplog.text
+    bf16_cpu.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
+    assert resolve_precision("auto", CPU, key="precision") == "fp32"
+    with pytest.raises(UserError, match=r"^precision='fp16' is not supported; choose auto, fp32 or bf16$"):
+        check_precision("fp16")
 
 
 PACKAGE = Path(precision.__file__).parent
 
 
-def test_one_module_builds_the_autocast_context_and_the_trainer_alone_resolves_auto() -> None:
+def test_one_module_builds_the_autocast_context_and_resolves_auto() -> None:
     sources = {path: path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")}
     building = sorted(
         str(path.relative_to(PACKAGE)) for path, text in sources.items() if "torch.autocast(" in text
@@ -84,4 +96,7 @@ def test_one_module_builds_the_autocast_context_and_the_trainer_alone_resolves_a
     resolving = sorted(
         str(path.relative_to(PACKAGE)) for path, text in sources.items() if "resolve_precision(" in text
     )
-    assert resolving == ["precision.py", "train/loop.py"]  # defined; called once per run, by the Trainer
+    # defined here; called once per run by the Trainer, and where inference meets its device
+    allowed = {"precision.py", "train/loop.py", "inference/translator.py", "inference/engine_choice.py",
+               "inference/quality.py", "cli/qe.py"}  # fmt: skip
+    assert {"precision.py", "train/loop.py"} <= set(resolving) <= allowed

@@ -4,6 +4,9 @@
   comment (read by config_comments.py, the reader the comment test uses too).
 * `reference/translation-settings.md`: every translation setting under its name in the CLI, in Python and
   in the server's JSON, and the old names still accepted (the table in seq2seq/inference/settings.py).
+* `reference/command-settings.md`: every command's settings, each name with its one meaning, and the keys
+  renamed in this release (the table in seq2seq/cli/config/command_settings.py). These two pages are
+  written by settings_pages.py.
 * `api/...`: one page per module of the seq2seq package, found by walking the package's directory
   (a module that is added, moved or removed changes the pages and the navigation by itself);
   mkdocstrings renders each from its docstrings.
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import html
-import importlib.util
 import re
 import sys
 from dataclasses import dataclass, field
@@ -24,15 +26,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from config_comments import ConfigFile, read_configs
+from settings_pages import COMMANDS_PAGE, SETTINGS_PAGE, commands_page, settings_page
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "seq2seq"
 CONFIGS = ROOT / "configs"
 API_MARKER = "api/"  # the nav value that stands for the generated API pages
 CONFIG_PAGE = "reference/configuration.md"
-SETTINGS_PAGE = "reference/translation-settings.md"
-SETTINGS_MODULE = ROOT / PACKAGE / "inference" / "settings.py"
-ERRORS_MODULE = ROOT / PACKAGE / "errors.py"
 # Layers in import order (the package docstring's order); anything else follows alphabetically.
 LAYERS = ["errors", "files", "checkpoint", "precision", "metrics", "nn", "model", "data", "decode", "train",
           "inference", "qe", "export", "serve", "cli"]  # fmt: skip
@@ -236,77 +236,6 @@ def configuration_page() -> str:
     return "\n".join(out)
 
 
-# --------------------------------------------------------------------------------- settings table
-
-
-def _settings_module() -> Any:
-    """seq2seq/inference/settings.py, read from its file: it imports nothing but the standard library, so
-    the manual builds without PyTorch."""
-    return _module_from_file("seq2seq_translation_settings", SETTINGS_MODULE)
-
-
-def _module_from_file(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def _cell(name: str | None) -> str:
-    return "—" if name is None else f"`{name}`"
-
-
-def _alias_name(new: str) -> str:
-    """A name as code; a phrase ("each n-best record's ...") as text."""
-    return html.escape(new, quote=False) if " " in new else f"`{new}`"
-
-
-def settings_page() -> str:
-    settings = _settings_module()
-    rows = []
-    for setting in settings.SETTINGS:
-        python = None if setting.python is None else f"{setting.python}"
-        where = "" if setting.python_in is None else f" ({setting.python_in})"
-        serve = _cell(setting.cli) if setting.serve_cli else "—"
-        note = f" *Names differ: {setting.differs}.*" if setting.differs else ""
-        cells = [_cell(setting.cli), serve, _cell(python) + where, _cell(setting.server),
-                 html.escape(setting.description, quote=False).replace("|", "&#124;") + note]  # fmt: skip
-        rows.append("| " + " | ".join(cells) + " |")
-    errors = _module_from_file("seq2seq_errors", ERRORS_MODULE)  # the standard library only, too
-    message = html.escape(errors.deprecation_message("<old>", "<new>"), quote=False)
-    aliases = [
-        f"| {alias.surface} | {alias.where} | `{alias.old}` | {_alias_name(alias.new)} |"
-        for alias in settings.DEPRECATED
-    ]
-    return "\n".join([
-        "# Translation settings",
-        "",
-        "Generated from `seq2seq/inference/settings.py` each time the manual is built. A setting has one "
-        "name on every surface that offers it: `seq2seq-translate` (and `seq2seq-serve` where it has the "
-        "key; `decode.<key>` is a key of the `decode` group), Python (`Translator.from_checkpoint`, "
-        "`Translator.translate`, or a field of `SearchOptions` passed as `options=`) and the JSON body of "
-        "the server's `POST /translate`. — : that surface does not offer it.",
-        "",
-        "| seq2seq-translate | seq2seq-serve | Python | server JSON | what it is |",
-        "|---|---|---|---|---|",
-        *rows,
-        "",
-        "## Old names",
-        "",
-        "Renamed settings keep their old name for one release; using one logs (CLI keys, JSON fields) or "
-        "warns (Python keywords, a `DeprecationWarning`) once: "
-        f"\"{message}\". The server still sends the old answer fields "
-        "beside the new ones until then.",
-        "",
-        "| surface | where | old name | new name |",
-        "|---|---|---|---|",
-        *aliases,
-        "",
-    ])  # fmt: skip
-
-
 # ---------------------------------------------------------------------------------------- MkDocs
 
 
@@ -356,6 +285,7 @@ def on_files(files: Any, config: Any) -> Any:
     pages = api_pages(walk_package(ROOT / PACKAGE, PACKAGE))
     pages[CONFIG_PAGE] = configuration_page()
     pages[SETTINGS_PAGE] = settings_page()
+    pages[COMMANDS_PAGE] = commands_page()
     for uri, content in pages.items():
         files.append(File.generated(config, uri, content=content))
     return files

@@ -3,15 +3,8 @@
 prepare.py        seq2seq-prepare: build or check the corpus of a data config
 train.py          seq2seq-train: compose the config, build data/model/optimizer, train
 translate.py      seq2seq-translate: a layer over seq2seq.Translator (files, stdin, n-best, alignments)
-translation_output.py  what seq2seq-translate writes: columns, JSON lines, Moses n-best lines, the report
-language_columns.py  per-line src_lang/tgt_lang columns of seq2seq-translate's input (multilingual models)
-attention_output.py    alignments and attention pictures (alignment=true, attention_dir=)
-text_files.py     a command's text in and out, one line per line: a file, or - for stdin / stdout
 backtranslate.py  seq2seq-backtranslate: monolingual text + a reverse model -> synthetic parallel data
 distill.py        seq2seq-distill: training sources + a teacher -> the corpus a student learns from
-distill_filter.py its filter: the teacher's scores of its translations -> the pairs left out
-corpus_translation.py  a whole file translated chunk by chunk, resumable: what those two share
-translated_corpus_dir.py  their output directory: settings fingerprint, lock, chunks saved whole, corpus
 export.py         seq2seq-export: a checkpoint -> a CTranslate2 model directory, or a Hugging Face one
 import_model.py   seq2seq-import: a Hugging Face model directory (MarianMT, M2M100/NLLB) -> a checkpoint
 shortlist.py      seq2seq-shortlist: a vocabulary shortlist for a model, learned from its training text

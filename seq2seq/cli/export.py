@@ -1,12 +1,16 @@
 """seq2seq-export: a trained checkpoint -> a model directory for an inference engine (CTranslate2), or a
-Hugging Face model directory (format=huggingface: MarianMT or M2M100, seq2seq.interop.huggingface_export).
+Hugging Face model directory (target=huggingface: MarianMT or M2M100, seq2seq.interop.huggingface_export).
 
 Either family exports to CTranslate2 with the same command: an encoder-decoder for its Translator, a
 causal decoder-only model for its Generator (seq2seq.export.ctranslate2 reads the family from the
 checkpoint).
 
-seq2seq-export checkpoint=runs/quickstart/best.pt output=exported/bible weight_format=int8
-seq2seq-export checkpoint=models/opus-en-es-tuned.pt output=hf/opus-en-es-tuned format=huggingface
+seq2seq-export checkpoint=runs/quickstart/best.pt output_dir=exported/bible weight_format=int8
+seq2seq-export checkpoint=models/opus-en-es-tuned.pt output_dir=hf/opus-en-es-tuned target=huggingface
+
+Renamed in this release, accepted until the next (command_settings.OLD_NAMES): output= (output_dir: it is
+a directory, and `output` is a file in every command) and format= (target: `format` is translate's
+document format).
 """
 
 from __future__ import annotations
@@ -15,29 +19,26 @@ import logging
 import sys
 from pathlib import Path
 
-import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
-from seq2seq.cli.config.launch import config_dir, exit_on_user_error
-from seq2seq.cli.config.renamed_keys import accept_deprecated_keys
+from seq2seq.cli.config.launch import command_main, exit_on_user_error
 from seq2seq.errors import UserError
 from seq2seq.export.ctranslate2 import export_ctranslate2
 from seq2seq.inference.exported import read_metadata
 from seq2seq.interop.huggingface_export import export_huggingface
 
 log = logging.getLogger("seq2seq.export")
-FORMATS = ("ctranslate2", "huggingface")
-RENAMED = {"quantization": "weight_format"}  # old key -> new, accepted (with a warning) for one release
+TARGETS = ("ctranslate2", "huggingface")
 
 
 @exit_on_user_error
 def export(cfg: DictConfig) -> Path:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    if cfg.format not in FORMATS:
-        raise UserError(f"format={cfg.format!r} is not supported; choose {', '.join(FORMATS)}")
-    checkpoint, output = Path(to_absolute_path(cfg.checkpoint)), Path(to_absolute_path(cfg.output))
-    if cfg.format == "huggingface":
+    if cfg.target not in TARGETS:
+        raise UserError(f"target={cfg.target!r} is not supported; choose {', '.join(TARGETS)}")
+    checkpoint, output = Path(to_absolute_path(cfg.checkpoint)), Path(to_absolute_path(cfg.output_dir))
+    if cfg.target == "huggingface":
         return _export_huggingface(cfg, checkpoint, output)
     written = export_ctranslate2(
         checkpoint, output, weight_format=str(cfg.weight_format), force=bool(cfg.force),
@@ -47,18 +48,18 @@ def export(cfg: DictConfig) -> Path:
     size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
     family = read_metadata(written)["family"]  # which CTranslate2 class will run it
     log.info("exported %s (%s) to %s (%s, %.1f MB); translate with: seq2seq-translate checkpoint=%s",
-             checkpoint, family, written, cfg.weight_format, size, cfg.output)  # fmt: skip
+             checkpoint, family, written, cfg.weight_format, size, cfg.output_dir)  # fmt: skip
     return written
 
 
 def _export_huggingface(cfg: DictConfig, checkpoint: Path, output: Path) -> Path:
-    """format=huggingface: the CTranslate2 settings have no meaning there and are refused when set."""
+    """target=huggingface: the CTranslate2 settings have no meaning there and are refused when set."""
     if str(cfg.weight_format) != "float32":
-        raise UserError(f"weight_format={cfg.weight_format} is CTranslate2's; format=huggingface writes "
+        raise UserError(f"weight_format={cfg.weight_format} is CTranslate2's; target=huggingface writes "
                         "float32 weights (drop weight_format)")  # fmt: skip
     if cfg.shortlist is not None:
         raise UserError(
-            "shortlist= is exported as CTranslate2's vocabulary map; drop it with format=huggingface"
+            "shortlist= is exported as CTranslate2's vocabulary map; drop it with target=huggingface"
         )
     if not isinstance(cfg.force, bool):
         raise UserError(f"force={cfg.force!r} must be true or false")
@@ -74,10 +75,7 @@ def torch_weights_setting(value: object) -> bool:
     return value
 
 
-@accept_deprecated_keys(RENAMED)
-@hydra.main(version_base="1.3", config_path=config_dir(), config_name="export")
-def main(cfg: DictConfig) -> None:
-    export(cfg)
+main = command_main(export, command="seq2seq-export", config_name="export")
 
 
 if __name__ == "__main__":

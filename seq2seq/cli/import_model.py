@@ -3,8 +3,11 @@
 The checkpoint is an ordinary one: seq2seq-translate, seq2seq-serve, seq2seq-export and fine-tuning
 (seq2seq-train init_from=...) take it like a trained model's (seq2seq.interop.huggingface_import).
 
-seq2seq-import input=opus-mt-en-es output=models/opus-en-es.pt
-seq2seq-import input=nllb-200-distilled-600M output=models/nllb.pt src_lang=eng_Latn tgt_lang=spa_Latn
+seq2seq-import input_dir=opus-mt-en-es output=models/opus-en-es.pt
+seq2seq-import input_dir=nllb-200-distilled-600M output=models/nllb.pt src_lang=eng_Latn tgt_lang=spa_Latn
+
+input= is input_dir's old name (renamed in this release: `input` is a text file in every other command),
+accepted until the next release.
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ import logging
 import sys
 from pathlib import Path
 
-import hydra
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig
 
-from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.launch import command_main, exit_on_user_error
 from seq2seq.errors import UserError
 from seq2seq.interop.huggingface_import import import_huggingface
 
@@ -37,16 +39,14 @@ def import_model(cfg: DictConfig) -> Path:
     force = cfg.get("force", False)
     if not isinstance(force, bool):
         raise UserError(f"force={force!r} must be true or false")
-    source, output = Path(to_absolute_path(str(cfg.input))), Path(to_absolute_path(str(cfg.output)))
+    source, output = Path(to_absolute_path(str(cfg.input_dir))), Path(to_absolute_path(str(cfg.output)))
     return import_huggingface(
         source, output, src_lang=_optional_text(cfg, "src_lang"), tgt_lang=_optional_text(cfg, "tgt_lang"),
         force=force,
     )  # fmt: skip
 
 
-@hydra.main(version_base="1.3", config_path=config_dir(), config_name="import")
-def main(cfg: DictConfig) -> None:
-    import_model(cfg)
+main = command_main(import_model, command="seq2seq-import", config_name="import")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,12 @@ import hydra
 from hydra.utils import instantiate, to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.config.data_config import DEPRECATED_DATA_KEYS, dev_corpora, prepared_corpus, training_corpora
+from seq2seq.cli.config.data_config import (
+    DEPRECATED_DATA_KEYS,
+    dev_corpora,
+    prepared_corpus,
+    training_corpora,
+)
 from seq2seq.cli.config.launch import config_dir, exit_on_user_error
 from seq2seq.cli.config.renamed_keys import accept_deprecated_keys
 from seq2seq.cli.config.setting_checks import progress_bar_setting

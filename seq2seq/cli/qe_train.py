@@ -29,8 +29,9 @@ from seq2seq.cli.config.hydra_records import write_hydra_records
 from seq2seq.cli.config.launch import config_dir, exit_on_user_error
 from seq2seq.cli.config.resolvers import register_resolvers
 from seq2seq.cli.config.schemas import CommandSettings, register_schemas
-from seq2seq.cli.config.setting_checks import pick_device, progress_bar_setting
+from seq2seq.cli.config.setting_checks import progress_bar_setting
 from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
+from seq2seq.devices import pick_device
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.model import count_parameters

@@ -1,6 +1,9 @@
 """seq2seq-serve: an HTTP translation server over a checkpoint or an exported model.
 
 seq2seq-serve checkpoint=runs/quickstart/best.pt port=8080
+
+threads= is num_threads' old name (renamed in this release: one thread setting's name, as
+trainer.num_threads), accepted until the next release.
 """
 
 from __future__ import annotations
@@ -13,14 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import hydra
 import torch
 from hydra.utils import to_absolute_path
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.config.launch import config_dir, exit_on_user_error
-from seq2seq.cli.config.renamed_keys import refuse_renamed_keys
-from seq2seq.cli.config.setting_checks import number_setting
+from seq2seq.cli.config.launch import command_main, exit_on_user_error
+from seq2seq.cli.config.setting_checks import log_level_setting, number_setting
 from seq2seq.cli.config.translator_config import rerank_weight, translator_from_config
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
@@ -39,7 +40,7 @@ ORIGIN = re.compile(r"https?://[^/\s]+")
 
 @exit_on_user_error
 def serve(cfg: DictConfig) -> None:
-    logging.basicConfig(stream=sys.stderr, level=str(cfg.log_level).upper(),
+    logging.basicConfig(stream=sys.stderr, level=log_level_setting(cfg.log_level),
                         format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
     try:
         from seq2seq.serve.app import create_app
@@ -61,8 +62,8 @@ def serve(cfg: DictConfig) -> None:
     glossary = None if cfg.glossary is None else Glossary.load(to_absolute_path(str(cfg.glossary)))
 
     def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
-        if settings["threads"]:
-            torch.set_num_threads(settings["threads"])
+        if settings["num_threads"]:
+            torch.set_num_threads(settings["num_threads"])
         translator = translator_from_config(
             cfg, checkpoint=checkpoint, options=decode, max_input_tokens=settings["max_input_tokens"],
             glossary=glossary, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
@@ -96,8 +97,8 @@ def read_settings(cfg: DictConfig) -> dict[str, Any]:
         settings[key] = number_setting(cfg[key], setting=key, minimum=least, maximum=most)
     for key, (least, most) in FLOATS.items():
         settings[key] = number_setting(cfg[key], setting=key, kind=float, minimum=least, maximum=most)
-    settings["threads"] = None if cfg.threads is None else number_setting(
-        cfg.threads, setting="threads", minimum=1, maximum=4096
+    settings["num_threads"] = None if cfg.num_threads is None else number_setting(
+        cfg.num_threads, setting="num_threads", minimum=1, maximum=4096
     )  # fmt: skip
     settings["max_input_tokens"] = (
         None
@@ -163,10 +164,8 @@ def run_server(app: Any, *, host: str, port: int, graceful_s: float) -> None:
         raise UserError(f"cannot listen on {host}:{port} (the reason is logged above); pick another port")
 
 
-@refuse_renamed_keys({"max_batch_tokens": "max_tokens"})
-@hydra.main(version_base="1.3", config_path=config_dir(), config_name="serve")
-def main(cfg: DictConfig) -> None:
-    serve(cfg)
+REFUSED = {"max_batch_tokens": "max_tokens"}  # renamed a release ago: a one-line error naming the new key
+main = command_main(serve, command="seq2seq-serve", config_name="serve", refused=REFUSED)
 
 
 if __name__ == "__main__":

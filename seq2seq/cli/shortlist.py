@@ -1,11 +1,14 @@
 """seq2seq-shortlist: learn a vocabulary shortlist for a model from its parallel training text.
 
-seq2seq-shortlist checkpoint=runs/bible.en-es/best.pt source=data/bible_en_es/train.en \
-    target=data/bible_en_es/train.es output=runs/bible.en-es/shortlist.pt
+seq2seq-shortlist checkpoint=runs/bible.en-es/best.pt src_file=data/bible_en_es/train.en \
+    tgt_file=data/bible_en_es/train.es output=runs/bible.en-es/shortlist.pt
 seq2seq-translate checkpoint=runs/bible.en-es/best.pt shortlist=runs/bible.en-es/shortlist.pt ...
 
 A multilingual model's shortlist serves one direction, named by src_lang= and tgt_lang= (the languages of
-source= and target=); seq2seq-translate refuses it for any other.
+src_file= and tgt_file=); seq2seq-translate refuses it for any other.
+
+source= and target= are src_file's and tgt_file's old names (renamed in this release: `target` is what
+seq2seq-export converts for), accepted until the next release.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import hydra
 from omegaconf import DictConfig
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.cli.config.launch import config_dir, exit_on_user_error
+from seq2seq.cli.config.launch import command_main, exit_on_user_error
 from seq2seq.data.corpus import iter_corpus_lines, iter_line_pairs
 from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.decode.shortlist import build_shortlist, tokenizer_digest
@@ -48,12 +51,12 @@ def _pairs(
     """Token-id pairs of the two files (plain or .gz, read as training reads them: seq2seq.data.corpus),
     a block at a time (memory flat in their size). Invalid UTF-8 becomes U+FFFD; files of unequal
     length, or a damaged .gz, are one-line errors."""
-    source, target = _readable(str(cfg.source), "source"), _readable(str(cfg.target), "target")
+    source, target = _readable(str(cfg.src_file), "src_file"), _readable(str(cfg.tgt_file), "tgt_file")
     lines = iter_line_pairs(
         iter_corpus_lines(source, encoding_errors="replace"),
         iter_corpus_lines(target, encoding_errors="replace"),
-        src_name=f"source={cfg.source}",
-        tgt_name=f"target={cfg.target}",
+        src_name=f"src_file={cfg.src_file}",
+        tgt_name=f"tgt_file={cfg.tgt_file}",
     )
     while block := list(itertools.islice(lines, ENCODE_LINES)):
         src = tokenizers[0].encode_batch([s for s, _ in block])
@@ -71,9 +74,11 @@ def _direction(cfg: DictConfig, tokenizers: tuple[TextTokenizer, TextTokenizer])
                 raise UserError(f"{name}={value!r}: this model has no language codes; leave {name} out")
         return None
     if src_lang is None or tgt_lang is None:
+        codes = codes_listed(tokenizers[1].languages)
         raise UserError("this model is multilingual: a shortlist serves one direction; pass src_lang= and "
-                        f"tgt_lang= (the languages of source= and target=), from {codes_listed(tokenizers[1].languages)}")
-    for name, value, tokenizer in (("src_lang", src_lang, tokenizers[0]), ("tgt_lang", tgt_lang, tokenizers[1])):
+                        f"tgt_lang= (the languages of src_file= and tgt_file=), from {codes}")  # fmt: skip
+    given = (("src_lang", src_lang, tokenizers[0]), ("tgt_lang", tgt_lang, tokenizers[1]))
+    for name, value, tokenizer in given:
         with_language(tokenizer, str(value), setting=name)  # a code the model lacks: a one-line error
     return str(src_lang), str(tgt_lang)
 
@@ -104,9 +109,7 @@ def make_shortlist(cfg: DictConfig) -> None:
     log.info("wrote %s", output)
 
 
-@hydra.main(version_base="1.3", config_path=config_dir(), config_name="shortlist")
-def main(cfg: DictConfig) -> None:
-    make_shortlist(cfg)
+main = command_main(make_shortlist, command="seq2seq-shortlist", config_name="shortlist")
 
 
 if __name__ == "__main__":

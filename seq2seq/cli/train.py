@@ -32,7 +32,7 @@ from seq2seq.cli.config.launch import config_dir, exit_on_user_error
 from seq2seq.cli.config.renamed_keys import accept_deprecated_keys
 from seq2seq.cli.config.resolvers import register_resolvers
 from seq2seq.cli.config.schemas import CommandSettings, register_schemas
-from seq2seq.cli.config.setting_checks import pick_device, progress_bar_setting
+from seq2seq.cli.config.setting_checks import progress_bar_setting
 from seq2seq.cli.config.training_data import RunData, load_data
 from seq2seq.cli.config.training_setup import (
     check_targets,
@@ -42,6 +42,7 @@ from seq2seq.cli.config.training_setup import (
     trainer_options,
 )
 from seq2seq.decode.options import SearchOptions
+from seq2seq.devices import pick_device
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
 from seq2seq.model import check_embedding_sharing, count_parameters

@@ -6,14 +6,17 @@ echo "In the beginning God created the heavens." | seq2seq-translate checkpoint=
 Output line, tab-separated: the translation, then the score (scores=true), the confidence
 (confidence=true, confidence_format=tsv) and the alignment (alignment=true), in that order; an empty
 input line gives an empty line. With confidence_format=jsonl, one JSON value per input line instead
-(seq2seq.cli.translation_output). With decode.nbest > 1, Moses n-best lines "index ||| text ||| score",
+(seq2seq.inference.output_writers). With decode.nbest > 1, Moses n-best lines "index ||| text ||| score",
 plus " ||| confidence" with confidence=true (tsv).
 
 A multilingual model (M2M100, NLLB) translates from src_lang into tgt_lang (language codes such as
 eng_Latn and spa_Latn; default: those recorded when it was imported):
 seq2seq-translate checkpoint=nllb.pt tgt_lang=spa_Latn input=test.en
 With language_columns=[tgt_lang] (or [src_lang,tgt_lang]) each input line names its own languages in
-leading tab-separated columns ("es<TAB>God is love."; seq2seq.cli.language_columns).
+leading tab-separated columns ("es<TAB>God is love."; seq2seq.inference.language_columns).
+
+The lines run the one translation path (seq2seq.inference.pipeline), as Translator.translate and the
+server do; this module reads the files and writes the lines.
 """
 
 from __future__ import annotations
@@ -23,76 +26,99 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import hydra
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from seq2seq.cli.attention_output import check_attention_settings
-from seq2seq.cli.language_columns import encode_per_language, language_columns_setting, split_language_columns
-from seq2seq.cli.config.launch import config_dir, exit_on_user_error
-from seq2seq.cli.config.renamed_keys import accept_deprecated_keys
-from seq2seq.cli.config.setting_checks import progress_bar_setting
-from seq2seq.cli.text_files import output_path, read_bytes, read_lines, write_bytes, write_lines
-from seq2seq.cli.translation_output import translation_lines, write_report
+from seq2seq.cli.config.launch import command_main, exit_on_user_error
+from seq2seq.cli.config.paths import absolute
+from seq2seq.cli.config.setting_checks import log_level_setting, progress_bar_setting
 from seq2seq.cli.config.translator_config import translator_from_config
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
+from seq2seq.inference import pipeline
+from seq2seq.inference.attention_output import AttentionOutput, check_attention_settings, text_alignments
 from seq2seq.inference.document_formats import check_format, translate_document
-from seq2seq.inference.translator import EncodedInput, Translator
+from seq2seq.inference.language_columns import checked_columns, split_language_columns
+from seq2seq.inference.output_writers import LineFormat, TextResults, translation_lines, write_report
+from seq2seq.inference.prepared import Prepared, prepare
+from seq2seq.inference.request import TranslationRequest
+from seq2seq.inference.text_files import read_bytes, read_lines, write_bytes, write_lines
+from seq2seq.inference.translator import Translator
 
 log = logging.getLogger("seq2seq.translate")
-CONFIDENCE_FORMATS = ("tsv", "jsonl")
-RENAMED = {"prefix": "prefixes"}  # old key -> new, accepted (with a warning) for one release
-
-
-@dataclass(frozen=True)
-class SearchInput:
-    """The input lines, encoded for the search: the sources (a long line may be split into pieces), and per
-    piece its forced target prefix, the phrases it must contain and the phrases none may contain."""
-
-    encoded: EncodedInput
-    prefixes: list[list[int]] | None
-    constraints: list[list[list[int]]] | None
-    avoid: list[list[int]] | None
 
 
 @exit_on_user_error
 def translate(cfg: DictConfig) -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING if cfg.quiet else logging.INFO,
+    logging.basicConfig(stream=sys.stderr, level=log_level_setting(cfg.log_level),
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")  # fmt: skip
-    confidence = confidence_setting(cfg)
+    line = line_format(cfg)
     # decode keys left null: the model's own tuned values; language codes null: the model's own
     translator = translator_from_config(cfg, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang)
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
-    if cfg.alignment or cfg.attention_dir:
-        check_attention_settings(cfg, translator)
+    attention = attention_output(cfg)
+    if attention.asked:
+        check_attention_settings(attention, translator)
     if check_format(cfg.format) != "text":
         translate_file(cfg, translator)
         return
-    lines = read_lines(str(cfg.input), cfg.encoding_errors)
-    columns = language_columns_setting(cfg)
-    if columns:
-        lines, languages = split_language_columns(lines, columns, cfg)
-        given = SearchInput(*encode_per_language(translator, lines, languages), constraints=None, avoid=None)
-    else:
-        given = encode_input(cfg, translator, lines)
-    log.info("translating %d lines (%d pieces) with %s on %s", len(lines), len(given.encoded.sources),
+    lines = read_lines(absolute(cfg.input), cfg.encoding_errors)
+    prepared = prepare(translator, line_request(cfg, lines, confidence=line.confidence is not None))
+    log.info("translating %d lines (%d pieces) with %s on %s", len(lines), len(prepared.sources),
              translator.options.describe(), translator.device)  # fmt: skip
     start = time.perf_counter()
-    results = _search_with_progress(
-        cfg, translator, given, confidence=confidence is not None or translator.quality is not None
-    )
+    results = _search_with_progress(cfg, translator, prepared)
     seconds = time.perf_counter() - start
-    output = translation_lines(cfg, translator, given.encoded, results, confidence=confidence)
-    write_lines(output_path(str(cfg.output)), output)
+    ranked = pipeline.finish(translator, prepared, results)
+    texts = TextResults(ranked, prepared.given(), text_alignments(attention, translator, prepared, results))
+    tokenizers = (translator.src_tokenizer, translator.tgt_tokenizer)
+    output = translation_lines(line, prepared, results, texts, tokenizers, qe=translator.quality is not None)
+    write_lines(absolute(cfg.output), output)
     if cfg.report:
-        write_report(
-            Path(hydra.utils.to_absolute_path(cfg.report)), cfg, decode, results, len(lines), seconds,
-            compiled=translator.engine.compiled,
-        )  # fmt: skip
+        settings = report_settings(cfg, decode, compiled=translator.engine.compiled)
+        write_report(Path(absolute(cfg.report)), settings, results, len(lines), seconds)
+
+
+def line_format(cfg: DictConfig) -> LineFormat:
+    """What each output line holds: scores=, confidence= with confidence_format=, alignment=."""
+    if not isinstance(cfg.confidence, bool):
+        raise UserError(f"confidence={cfg.confidence!r} must be true or false")
+    fmt = LineFormat(
+        scores=bool(cfg.scores), confidence=str(cfg.confidence_format), alignment=bool(cfg.alignment)
+    )
+    return dataclasses.replace(fmt, confidence=fmt.confidence if cfg.confidence else None)
+
+
+def attention_output(cfg: DictConfig) -> AttentionOutput:
+    """alignment=, attention_dir=, attention_layer=, attention_head=."""
+    layer, head = cfg.attention_layer, cfg.attention_head
+    return AttentionOutput(
+        alignment=bool(cfg.alignment), pictures=Path(absolute(cfg.attention_dir)) if cfg.attention_dir else None,
+        layer=None if layer is None else int(layer), head=None if head is None else int(head),
+    )  # fmt: skip
+
+
+def line_request(cfg: DictConfig, lines: list[str], *, confidence: bool) -> TranslationRequest:
+    """The input lines as one request: per line its languages (language_columns), its prefix (prefixes=
+    FILE) and its phrases (constraints= FILE); the avoided phrases (avoid= FILE)."""
+    columns = checked_columns(cfg.get("language_columns") or [], src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
+                              glossary=bool(cfg.get("glossary")))  # fmt: skip
+    texts: Sequence[str] = lines
+    languages: dict[str, Any] = {}
+    if columns:
+        texts, pairs = split_language_columns(lines, columns)
+        languages = {"src_lang": [src for src, _ in pairs], "tgt_lang": [tgt for _, tgt in pairs]}
+    return TranslationRequest.of(
+        texts,
+        prefixes=_prefixes(cfg, len(lines)),
+        constraints=_constraint_lines(cfg),
+        avoid=_avoided(cfg),
+        confidence=confidence,
+        **languages,
+    )
 
 
 # Settings that shape the text format's lines, and so have no meaning for a whole document.
@@ -117,49 +143,38 @@ def translate_file(cfg: DictConfig, translator: Translator) -> None:
         raise UserError(
             f"format={cfg.format} writes the translated file; {', '.join(given)} need format=text"
         )
-    data = read_bytes(str(cfg.input))
+    data = read_bytes(absolute(cfg.input))
 
     def segments(texts: Sequence[str], markup: str) -> list[str]:
         log.info("format=%s: translating %d segments", cfg.format, len(texts))
         return [t.text for t in translator.translate(texts, markup=markup, max_tokens=int(cfg.max_tokens))]
 
-    write_bytes(output_path(str(cfg.output)), translate_document(data, str(cfg.format), segments))
+    write_bytes(absolute(cfg.output), translate_document(data, str(cfg.format), segments))
 
 
-def encode_input(cfg: DictConfig, translator: Translator, lines: list[str]) -> SearchInput:
-    """`lines` encoded, with the prefixes (prefixes=FILE) and phrases (constraints=, glossary=,
-    avoid=) of each; a prefix file must have a line per input line."""
-    encoded = translator.encode(lines)
-    forced = None
-    if cfg.prefixes:
-        prefixes = read_lines(str(cfg.prefixes), cfg.encoding_errors)
-        if len(prefixes) != len(lines):
-            raise UserError(
-                f"prefixes={cfg.prefixes} has {len(prefixes)} lines but the input has {len(lines)}; "
-                "give one target prefix (or an empty line) per input line"
-            )
-        forced = translator.encode_prefixes(prefixes, encoded)
-    wanted, banned = translator.encode_constraints(
-        lines, encoded, constraints=_constraint_lines(cfg), avoid=_avoided(cfg)
-    )
-    return SearchInput(encoded, forced, wanted, banned)
+def report_settings(cfg: DictConfig, decode: dict[str, Any], *, compiled: bool) -> dict[str, Any]:
+    """The settings report= records beside the speed."""
+    return {"checkpoint": str(cfg.checkpoint), "input": str(cfg.input), "decode": decode,
+            "precision": str(cfg.precision), "quantization": str(cfg.quantization),
+            "compile": str(cfg.compile).lower(), "compiled": compiled, "device": str(cfg.device)}  # fmt: skip
 
 
-def confidence_setting(cfg: DictConfig) -> str | None:
-    """How to write each translation's confidence: "tsv" or "jsonl" (confidence_format), or None."""
-    if not isinstance(cfg.confidence, bool):
-        raise UserError(f"confidence={cfg.confidence!r} must be true or false")
-    if cfg.confidence_format not in CONFIDENCE_FORMATS:
-        raise UserError(f"confidence_format={cfg.confidence_format!r} is not supported; choose "
-                        f"{' or '.join(CONFIDENCE_FORMATS)}")  # fmt: skip
-    return str(cfg.confidence_format) if cfg.confidence else None
+def _prefixes(cfg: DictConfig, count: int) -> list[str] | None:
+    """prefixes=FILE: one target prefix per input line (an empty line: none)."""
+    if not cfg.prefixes:
+        return None
+    prefixes = read_lines(absolute(cfg.prefixes), cfg.encoding_errors)
+    if len(prefixes) != count:
+        raise UserError(f"prefixes={cfg.prefixes} has {len(prefixes)} lines but the input has {count}; "
+                        "give one target prefix (or an empty line) per input line")  # fmt: skip
+    return prefixes
 
 
 def _constraint_lines(cfg: DictConfig) -> list[list[str]] | None:
     """constraints=FILE: per line, its tab-separated phrases (a blank line: none)."""
     if not cfg.constraints:
         return None
-    lines = read_lines(str(cfg.constraints), cfg.encoding_errors)
+    lines = read_lines(absolute(cfg.constraints), cfg.encoding_errors)
     return [line.split("\t") if line.strip() else [] for line in lines]
 
 
@@ -167,31 +182,26 @@ def _avoided(cfg: DictConfig) -> list[str] | None:
     """avoid=FILE: one phrase per line (blank lines skipped)."""
     if not cfg.avoid:
         return None
-    return [line for line in read_lines(str(cfg.avoid), cfg.encoding_errors) if line.strip()]
+    return [line for line in read_lines(absolute(cfg.avoid), cfg.encoding_errors) if line.strip()]
 
 
 def _search_with_progress(
-    cfg: DictConfig, translator: Translator, given: SearchInput, *, confidence: bool
+    cfg: DictConfig, translator: Translator, prepared: Prepared
 ) -> list[list[Hypothesis]]:
     show = progress_bar_setting(cfg.progress_bar)
     use_bar = (sys.stderr.isatty() and cfg.input != "-") if show is None else show
-    sources = given.encoded.sources
-    bar = tqdm(total=len(sources), unit="sent", desc="translate", file=sys.stderr) if use_bar else None
+    bar = (
+        tqdm(total=len(prepared.sources), unit="sent", desc="translate", file=sys.stderr) if use_bar else None
+    )
     try:
-        return translator.search(
-            sources, max_tokens=int(cfg.max_tokens), prefixes=given.prefixes,
-            on_batch=bar.update if bar else None, confidence=confidence, constraints=given.constraints,
-            avoid=given.avoid,
-        )  # fmt: skip
+        return pipeline.search(translator, prepared, max_tokens=int(cfg.max_tokens),
+                               on_batch=bar.update if bar else None)  # fmt: skip
     finally:
         if bar is not None:
             bar.close()
 
 
-@accept_deprecated_keys(RENAMED)
-@hydra.main(version_base="1.3", config_path=config_dir(), config_name="translate")
-def main(cfg: DictConfig) -> None:
-    translate(cfg)
+main = command_main(translate, command="seq2seq-translate", config_name="translate")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ cleaning.py      clean_corpus: a corpus through its transforms once, into the ca
 renamed_settings.py  data settings renamed (old names work one release) and read under their new names
 sample.py        a uniform sample of a corpus in one streaming pass (what the tokenizer is trained on)
 tokenizer.py     Tokenizer: sentencepiece with pad=0, unk=1, bos=2, eos=3
+tokenizer_base.py  what both tokenizers share: special ids, the language token put first, saving
+qe_pairs.py     (source, translation) pairs as the QE model's input: tokenized, fitted into its positions
 mapped_tokenizer.py  MappedTokenizer: an imported Hugging Face tokenizer (Marian, M2M100, NLLB), its exact ids
 precompiled_charsmap.py  a sentencepiece charsmap applied as Hugging Face's tokenizers applies it (NLLB)
 tokenizer_formats.py  TextTokenizer (both tokenizers' surface), tokenizer_from_bytes / tokenizer_from_file

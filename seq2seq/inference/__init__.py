@@ -1,6 +1,18 @@
-"""The inference layer: what a user calls to translate with a model. One concept per module:
+"""The inference layer: what a user calls to translate with a model. One translation path for every
+surface (Python, seq2seq-translate, the server, the corpus commands): a request, prepared, searched and
+finished into Translations. One concept per module:
 
-translator.py   Translator: the Python API (load once; texts in, translations out; the CLI's input policy)
+api.py          the public inference surface: what export, serve and users import
+request.py      TranslationRequest: texts, per text its languages, prefix and constraints; per request the search
+prepared.py     a request as the search takes it: markup out, encoded per language, pieces, prefixes, phrases
+pipeline.py     the one path: prepare -> search -> finish, and requests of any languages searched together
+translation_setup.py  the Protocol of what the pipeline reads of a Translator
+translator.py   Translator: the Python API over the pipeline (load once; texts in, translations out)
+attention_output.py  alignments and attention pictures of translations (alignment=true, attention_dir=)
+output_writers.py  Translations as lines: tab-separated columns, JSON lines, Moses n-best; the run report
+language_columns.py  per-line languages of a file to translate (seq2seq-translate's language_columns)
+text_files.py   text in and out, one line per line: a file, or - for stdin / stdout
+quality.py      QualityEstimator: a QE checkpoint scoring (source, translation) pairs (qe_checkpoint)
 languages.py    a multilingual model's languages: src_lang / tgt_lang, the target code every search forces
 settings.py     every translation setting under its name in the CLI, Python and server JSON; the old names
 engine_choice.py  which engine a checkpoint path gets (torch, CTranslate2), and what it can run (int8)

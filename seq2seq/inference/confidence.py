@@ -25,6 +25,7 @@ from typing import Any
 from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.hypotheses import Hypothesis
 
+DEPRECATED_TEXT_FIELD = "translation"  # a JSON record's "text" under its old name, sent for one release
 JSON_DIGITS = 6  # significant digits of the numbers in JSON answers (the CLI's jsonl, the server)
 
 
@@ -84,11 +85,12 @@ class Translation:
         return Confidence(self.mean_log_prob, self.confidence, self.tokens, self.token_probs)
 
     def to_json(self, *, confidence: bool = True) -> dict[str, Any]:
-        """{"translation"}, then (with `confidence`) "confidence", "mean_log_prob", "tokens" and
-        "token_probs", as seq2seq-translate's jsonl lines and seq2seq-serve's answers write it; "qe" when a
-        QE model scored it; "constraints_met", "constraints_total" and "engine" when it had constraints.
-        `score` is the caller's to add (`nbest_json` adds it)."""
-        record: dict[str, Any] = {"translation": self.text}
+        """{"text"}, then (with `confidence`) "confidence", "mean_log_prob", "tokens" and "token_probs",
+        as seq2seq-translate's jsonl lines and seq2seq-serve's answers write it; "qe" when a QE model
+        scored it; "constraints_met", "constraints_total" and "engine" when it had constraints; last
+        "translation", the old name of "text" (the same value), for one release. `score` is the caller's
+        to add (`nbest_json` adds it)."""
+        record: dict[str, Any] = {"text": self.text}
         if confidence:
             record.update(self.details().to_json())
         if self.qe is not None:
@@ -100,19 +102,18 @@ class Translation:
             )
         if self.engine is not None:
             record["engine"] = self.engine
+        record[DEPRECATED_TEXT_FIELD] = self.text  # the old name of "text", still sent for one release
         return record
 
 
 def nbest_json(ranked: Sequence[Translation], *, confidence: bool) -> list[dict[str, Any]]:
     """A text's n-best translations as the one n-best shape of seq2seq-translate's jsonl lines and
     seq2seq-serve's answers: a list of records, best first, each `to_json()` with "score" (4 decimals)
-    after "translation"."""
+    after "text"."""
     records = []
     for translation in ranked:
         record = translation.to_json(confidence=confidence)
-        records.append(
-            {"translation": record.pop("translation"), "score": round(translation.score, 4), **record}
-        )
+        records.append({"text": record.pop("text"), "score": round(translation.score, 4), **record})
     return records
 
 

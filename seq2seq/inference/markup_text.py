@@ -13,13 +13,24 @@ import dataclasses
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import torch
+from torch import nn
+
+from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.errors import UserError
-from seq2seq.inference.alignment import CrossAttending, column_links, most_attended, proportional_links
+from seq2seq.inference.alignment import (
+    CrossAttending,
+    alignment_position,
+    column_links,
+    most_attended,
+    proportional_links,
+)
 from seq2seq.inference.confidence import Translation
-from seq2seq.inference.languages import languages_of
+from seq2seq.inference.languages import forced_codes, languages_of, without_language_code
 from seq2seq.inference.markup import Marked, has_markup, parse_markup
 from seq2seq.inference.piece_spans import piece_spans
 from seq2seq.inference.results import by_rank
@@ -53,8 +64,19 @@ def take_out(texts: Sequence[str], mode: str, pattern: re.Pattern[str]) -> list[
     return marked
 
 
+@dataclass(frozen=True)
+class AlignmentSource:
+    """What putting markup back reads: the model whose cross-attention aligns the pieces (None: an engine
+    that gives none, such as CTranslate2), the device it runs on and the tokenizers."""
+
+    model: nn.Module | None
+    device: torch.device
+    src_tokenizer: TextTokenizer
+    tgt_tokenizer: TextTokenizer
+
+
 def put_back(
-    translator: Any,
+    source: AlignmentSource,
     marked: Sequence[Marked | None],
     owners: Sequence[int],
     sources: Sequence[Sequence[int]],
@@ -66,7 +88,7 @@ def put_back(
     text each is, and their hypotheses (Translator.translate's)."""
     if not any(m is not None for m in marked):
         return ranked
-    aligner = _Aligner(translator)
+    aligner = _Aligner(source)
     ranks = by_rank(owners, len(marked), results)
     pieces_of: list[list[int]] = [[] for _ in marked]
     for piece, owner in enumerate(owners):
@@ -96,32 +118,27 @@ class _Aligner:
     """Links between a text's source pieces and its translation's, from the Translator's model (its
     cross-attention) or, where it has none, proportional; then the markup restored by them."""
 
-    def __init__(self, translator: Any) -> None:
-        self.translator = translator
-        model = translator.model
+    def __init__(self, source: AlignmentSource) -> None:
+        self.source = source
+        model = source.model
         self.model = model if isinstance(model, CrossAttending) else None
         self.stride = int(model.config.get("cross_downsample", 1)) if self.model is not None else 1
-        # The next-to-last decoder layer's attention aligns words best; the last one's looks ahead to the
-        # word it is about to write (seen on the Bible models: docs/markup.md).
-        # A model trained with guided alignment has a head for it, which aligns better still.
-        layers = int(model.config.get("decoder_layers", 1)) if self.model is not None else 1
-        self.layer, self.attention_head = -2 if layers >= 2 else -1, None
-        if self.model is not None and model.config.get("alignment_layer") is not None:
-            self.layer = int(model.config["alignment_layer"])
-            self.attention_head = model.config.get("alignment_head")
+        # what alignment=true reads too: a guided model's alignment head, else alignment_position's rule
+        self.layer, self.attention_head = alignment_position(model.config if self.model is not None else {})
         # the language codes a source may start with: sources of one call can come from several
         # languages' tokenizers (language_columns, the server), so each source's own count is used
-        self.codes = frozenset(languages_of(translator.src_tokenizer).values())
+        self.codes = frozenset(languages_of(source.src_tokenizer).values())
+        self.forced = forced_codes(source.src_tokenizer, source.tgt_tokenizer)  # a target code forced first
 
     def columns(self, jobs: list[tuple[list[int], list[int]]]) -> list[list[int] | None]:
         """Per (source, output tokens) job, each output token's most attended source column, all in
         batches (None per job without a model's attention: restore aligns those by position)."""
         if self.model is None or not jobs:
             return [None] * len(jobs)
-        tokenizer = self.translator.tgt_tokenizer
+        tokenizer = self.source.tgt_tokenizer
         try:
             found = most_attended(self.model, jobs, pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id,
-                                  device=self.translator.device, layer=self.layer,
+                                  device=self.source.device, layer=self.layer,
                                   head=self.attention_head)  # fmt: skip
         except UserError:  # a decoder-only model: no cross-attention
             self.model = None
@@ -133,14 +150,14 @@ class _Aligner:
     ) -> str:
         """`text` (the translation of marked.plain, chunk by chunk: `parts`) with the markup put back;
         `columns` yields each chunk's most attended source columns (`columns()`, in this order)."""
-        src_tokenizer, tgt_tokenizer = self.translator.src_tokenizer, self.translator.tgt_tokenizer
+        src_tokenizer, tgt_tokenizer = self.source.src_tokenizer, self.source.tgt_tokenizer
         source_pieces: list[str] = []
         target_pieces: list[str] = []
         links: list[tuple[int, int]] = []
         for source, hypothesis in zip(chunks, parts):
             head = self._head(source)
             body = list(source[head:-1])  # the chunk's own tokens: no language code, no eos
-            own = list(self.translator.own_tokens(hypothesis).tokens)
+            own = list(without_language_code(hypothesis, self.forced).tokens)
             codes = (head, len(hypothesis.tokens) - len(own))
             for s, t in self._links(next(columns), codes, len(body), len(own)):
                 links.append((s + len(source_pieces), t + len(target_pieces)))

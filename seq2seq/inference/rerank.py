@@ -10,8 +10,8 @@ log-probability over the length penalty). The weight trades the model's view for
 tuned on dev data (benchmarks/qe.py prints the best one) and 0 keeps the beam's order.
 
 The settings are the CLI's: `qe_checkpoint` (the QE model), `rerank` ("qe" or None) and `rerank_weight`.
-In Python `qe_checkpoint=` takes the loaded model (`QualityEstimator.from_checkpoint(path)`): this layer
-sits below seq2seq.qe and does not import it; the CLI loads the path it is given.
+`qe_checkpoint=` takes a path (Translator.from_checkpoint loads it: seq2seq.inference.quality) or, in
+Python, a loaded model.
 """
 
 from __future__ import annotations
@@ -19,10 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import torch
 
 from seq2seq.decode.hypotheses import Hypothesis
-from seq2seq.errors import UserError
+from seq2seq.errors import UserError, warn_renamed_keyword
+from seq2seq.inference.quality import QualityEstimator
 
 RERANKS = ("qe",)
 
@@ -60,14 +63,10 @@ def check_weight(weight: float | None) -> float | None:
 
 
 def loaded_scorer(qe_checkpoint: object) -> QualityScorer | None:
-    """The QE model a Python caller passes as qe_checkpoint= (None: none); a path is a one-line error
-    naming how to load it."""
+    """The loaded QE model a Python caller passes as qe_checkpoint= (None: none; Translator.from_checkpoint
+    loads a path itself)."""
     if qe_checkpoint is None or isinstance(qe_checkpoint, QualityScorer):
         return qe_checkpoint
-    if isinstance(qe_checkpoint, (str, Path)):
-        raise UserError(f"qe_checkpoint={str(qe_checkpoint)!r}: in Python pass the loaded QE model, "
-                        "qe_checkpoint=QualityEstimator.from_checkpoint(path) (from seq2seq.qe import "
-                        "QualityEstimator)")  # fmt: skip
     raise UserError(f"qe_checkpoint= takes a QE model with score(sources, translations) (seq2seq.qe's "
                     f"QualityEstimator), not {type(qe_checkpoint).__name__}")  # fmt: skip
 
@@ -82,6 +81,27 @@ def rerank_setting(rerank: str | None, weight: float | None, *, has_qe: bool) ->
     if not has_qe:
         raise UserError("rerank=qe needs a QE model: pass qe_checkpoint= (seq2seq-qe-train's best.pt)")
     return check_weight(1.0 if weight is None else weight)
+
+
+def qe_policy(
+    qe_checkpoint: str | Path | QualityScorer | None, rerank: str | None, weight: float | None,
+    quality: QualityScorer | None, *, device: torch.device, precision: str,
+) -> dict[str, Any]:  # fmt: skip
+    """A Translator's `quality` and `rerank_weight` from from_checkpoint's QE settings: a path is loaded
+    on `device` (after the settings are checked); warns (at its caller's caller) for the old names:
+    `quality=`, and `rerank_weight=` alone, which used to re-rank."""
+    if quality is not None:
+        warn_renamed_keyword("quality", "qe_checkpoint", depth=2)
+        if qe_checkpoint is None:
+            qe_checkpoint = quality
+    if rerank is None and weight is not None:
+        warn_renamed_keyword("rerank_weight= without rerank=", 'rerank="qe" with rerank_weight=', depth=2)
+        rerank = "qe"
+    if isinstance(qe_checkpoint, (str, Path)):
+        rerank_setting(rerank, weight, has_qe=True)  # checked before any model loads
+        qe_checkpoint = QualityEstimator.from_checkpoint(qe_checkpoint, device=device, precision=precision)
+    scorer = loaded_scorer(qe_checkpoint)
+    return {"quality": scorer, "rerank_weight": rerank_setting(rerank, weight, has_qe=scorer is not None)}
 
 
 def rerank(results: list[list[Hypothesis]], weight: float, keep: int) -> list[list[Hypothesis]]:
@@ -100,6 +120,7 @@ __all__ = [
     "attach_quality",
     "check_weight",
     "loaded_scorer",
+    "qe_policy",
     "rerank",
     "rerank_setting",
 ]

@@ -25,7 +25,7 @@ from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.precision import autocast
 from seq2seq.qe.corpus import QECorpus
 from seq2seq.qe.correlation import pearson, spearman
-from seq2seq.qe.inputs import encode_pairs, pad_rows
+from seq2seq.data.qe_pairs import encode_pairs, pad_rows
 from seq2seq.train.loss import LossOutput
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,10 @@ rate-limiting proxy in front does.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, TypeVar
@@ -28,9 +29,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seq2seq.errors import UserError
-from seq2seq.inference.confidence import nbest_json
-from seq2seq.inference.document_formats import translate_document_text
-from seq2seq.inference.translator import Translator
+from seq2seq.inference.api import nbest_json, translate_document_text
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.metrics import Metrics
 from seq2seq.serve.requests import (
@@ -38,11 +37,9 @@ from seq2seq.serve.requests import (
     HTTPError,
     Limits,
     ParsedRequest,
-    encode_request,
-    encode_terms,
     parse_request,
+    prepare_request,
     read_limited,
-    request_translator,
     require_json,
 )
 from seq2seq.serve.security import allow_origins, check_api_key
@@ -112,8 +109,10 @@ def _add_monitoring(
         translator, healthy = batcher.translator, batcher.healthy
         languages = translator.languages or (None, None)
         answer = {"status": "ok" if healthy else "unhealthy", "model": name, "step": translator.step,
-                  "engine": translator.engine.name, "source_language": languages[0],
-                  "target_language": languages[1], "api_key_required": api_key is not None}  # fmt: skip
+                  "engine": translator.engine.name, "src_lang": languages[0], "tgt_lang": languages[1],
+                  "api_key_required": api_key is not None,
+                  # the old names of src_lang and tgt_lang, still sent for one release
+                  "source_language": languages[0], "target_language": languages[1]}  # fmt: skip
         if not healthy:
             answer["error"] = "the model thread has stopped; restart the server"
         return JSONResponse(answer, status_code=200 if healthy else 503)
@@ -146,16 +145,10 @@ async def _translate(
         raise HTTPError(408, f"the body did not arrive within request_timeout_s={timeout:g} s") from None
     parsed = parse_request(body, limits, batcher.translator.options)
     texts, options, confidence = parsed.texts, parsed.options, parsed.confidence
-    translator = request_translator(batcher.translator, parsed)  # the request's languages
     if parsed.format != "text":
-        return await _files(batcher, translator, parsed, name, start, deadline)
-    encoded = encode_request(translator, texts, parsed.markup)
-    terms = encode_terms(translator, parsed, encoded)
-    work = batcher.translate(
-        encoded, options, confidence=confidence, constraints=terms.constraints, avoid=terms.avoid,
-        prefixes=translator.target_prefixes(encoded.sources),
-    )  # fmt: skip
-    nbest = await _while_client_waits(work, request, deadline, timeout)
+        return await _files(batcher, parsed, name, start, deadline)
+    prepared = prepare_request(batcher.translator, parsed)  # the pipeline's first step, checked
+    nbest = await _while_client_waits(batcher.translate(prepared), request, deadline, timeout)
     milliseconds = (time.perf_counter() - start) * 1000
     answer: dict[str, Any] = {"model": name, "milliseconds": round(milliseconds, 1)}
     answer.update(_translations(nbest, nbest=options.nbest, confidence=confidence))
@@ -165,28 +158,34 @@ async def _translate(
 
 
 async def _files(
-    batcher: BatchingTranslator, translator: Translator, parsed: ParsedRequest, name: str, start: float,
-    deadline: float,
-) -> Response:  # fmt: skip
+    batcher: BatchingTranslator, parsed: ParsedRequest, name: str, start: float, deadline: float
+) -> Response:
     """ "format": html | xliff | po: each text is a whole file, translated segment by segment through the
     batcher (seq2seq.inference.document_formats, in a worker thread that waits for the batcher's answers)."""
     loop = asyncio.get_running_loop()
 
-    async def search(texts: list[str], markup: str) -> list[str]:
-        encoded = encode_request(translator, texts, markup)
-        work = batcher.translate(
-            encoded, parsed.options, prefixes=translator.target_prefixes(encoded.sources)
-        )
-        return [ranked[0].text for ranked in await work]
+    async def search(file: int, texts: list[str], markup: str) -> list[str]:
+        languages = {
+            name: codes[file] if isinstance(codes, list) else codes
+            for name, codes in (("src_lang", parsed.src_lang), ("tgt_lang", parsed.tgt_lang))
+        }
+        segments = dataclasses.replace(parsed, texts=texts, format="text", **languages)
+        prepared = prepare_request(batcher.translator, segments, markup)
+        return [ranked[0].text for ranked in await batcher.translate(prepared)]
 
-    def segments(texts: Any, markup: str) -> list[str]:
-        if not texts:
-            return []
-        remaining = max(0.0, deadline - loop.time())
-        return asyncio.run_coroutine_threadsafe(search(list(texts), markup), loop).result(timeout=remaining)
+    def segments_of(file: int) -> Callable[[Any, str], list[str]]:
+        def segments(texts: Any, markup: str) -> list[str]:
+            if not texts:
+                return []
+            remaining = max(0.0, deadline - loop.time())
+            found = asyncio.run_coroutine_threadsafe(search(file, list(texts), markup), loop)
+            return found.result(timeout=remaining)
+
+        return segments
 
     def translate_all() -> list[str]:
-        return [translate_document_text(text, parsed.format, segments) for text in parsed.texts]
+        return [translate_document_text(text, parsed.format, segments_of(file))
+                for file, text in enumerate(parsed.texts)]  # fmt: skip
 
     try:
         files = await asyncio.to_thread(translate_all)

@@ -10,7 +10,9 @@ each request gets back exactly its own translations. Requests for different lang
 model share batches too: each brings its sources with its source language code and its own forced target
 prefix (its target language code) per sentence, which the search applies row by row.
 
-Requests arrive here already checked and encoded (requests.py), so a bad one never joins a batch. If a
+Requests arrive here already checked and prepared (requests.py: the pipeline's first step,
+seq2seq.inference.pipeline), so a bad one never joins a batch; a batch's prepared requests are merged
+and run through the pipeline's search and finish, the same steps as every other surface. If a
 batch still fails, its requests are searched again one by one, so only the culprit gets an error: a
 4xx naming its sentence when the failure is the request's (UserError, UnicodeError), a 500 otherwise.
 At most `max_queue` requests wait for the model; beyond that a request is refused (503) at once. A
@@ -40,12 +42,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from seq2seq.decode.hypotheses import SearchStopped
-from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
-from seq2seq.inference.confidence import Translation
-from seq2seq.inference.markup import Marked
-from seq2seq.inference.translator import EncodedInput, Translator
+from seq2seq.inference.api import Prepared, SearchStopped, Translation, Translator, merge, text_of
 from seq2seq.serve.requests import HTTPError
 
 log = logging.getLogger("seq2seq.serve")
@@ -57,21 +55,20 @@ Answer = list[list[Translation]]
 
 @dataclass(eq=False)
 class _Job:
-    encoded: EncodedInput
-    options: SearchOptions
+    prepared: Prepared  # its texts' pieces, prefixes, phrases, search options, avoided phrases, confidence
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
-    confidence: bool = False  # answer with Translations, confidence included
-    constraints: list[list[list[int]]] | None = None  # per piece, target phrases (seq2seq.decode.constrained)
-    avoid: tuple[tuple[int, ...], ...] = ()  # avoided target phrases: jobs share a batch only with the same
-    prefixes: list[list[int]] | None = None  # per piece, its forced target start (a language code)
     # -> "started" (taken into a search) or "dropped" (its client has gone); "started" -> "abandoned"
     # (its client has gone during its search: a search whose every job is abandoned stops)
     state: str = "queued"
 
     @property
     def tokens(self) -> int:
-        return sum(len(source) for source in self.encoded.sources)
+        return self.prepared.tokens
+
+    @property
+    def n_texts(self) -> int:
+        return self.prepared.n_texts
 
 
 class BatchStats:
@@ -84,7 +81,7 @@ class BatchStats:
         self.stopped_searches = 0  # searches stopped because every request in them had gone
 
     def record(self, jobs: list[_Job]) -> None:
-        sentences = sum(job.encoded.n_texts for job in jobs)
+        sentences = sum(job.n_texts for job in jobs)
         self.batches, self.requests, self.sentences = (
             self.batches + 1,
             self.requests + len(jobs),
@@ -95,7 +92,7 @@ class BatchStats:
 
 
 class BatchingTranslator:
-    """Async front of a Translator: `await translate(encoded, options)` from any number of requests.
+    """Async front of a Translator: `await translate(prepared)` from any number of requests.
 
     `load` builds the Translator; it runs on the worker thread (see the module docstring), and the
     constructor returns once it has, or raises what it raised. `on_batch(requests, sentences)` is
@@ -141,27 +138,15 @@ class BatchingTranslator:
         """Requests admitted and not yet searched (the queue depth max_queue bounds)."""
         return self._waiting
 
-    async def translate(
-        self,
-        encoded: EncodedInput,
-        options: SearchOptions,
-        *,
-        confidence: bool = False,
-        constraints: list[list[list[int]]] | None = None,
-        avoid: tuple[tuple[int, ...], ...] = (),
-        prefixes: list[list[int]] | None = None,
-    ) -> Answer:
+    async def translate(self, prepared: Prepared) -> Answer:
         """Per text, its n-best Translations (seq2seq.inference.confidence): text and score; with
-        `confidence` their confidence too, with `constraints` (target phrases per piece of `encoded`) how
-        many phrases each met. Requests with and without them share batches: what one asks for
-        changes no other's answer (`avoid`, phrases no output may contain, applies to a whole search, so
-        only requests avoiding the same phrases share one). `prefixes`: per piece of `encoded`, the target
-        tokens its search forces first (Translator.target_prefixes of the request's languages; None:
-        the Translator's own). Cancelling the call drops the request's work
-        unless its search has started, and stops its search if no other request waits for it; HTTPError
-        503 when the queue is full or the model thread gone."""
+        confidence their confidence too, with constraints how many phrases each met. Requests with and
+        without them, and for any languages, share batches: what one asks for changes no other's answer
+        (avoided phrases apply to a whole search, so only requests avoiding the same phrases share one).
+        Cancelling the call drops the request's work unless its search has started, and stops its search
+        if no other request waits for it; HTTPError 503 when the queue is full or the model thread gone."""
         loop = asyncio.get_running_loop()
-        job = _Job(encoded, options, loop, loop.create_future(), confidence, constraints, avoid, prefixes)
+        job = _Job(prepared, loop, loop.create_future())
         self._admit(job)
         try:
             return await job.future
@@ -315,39 +300,29 @@ class BatchingTranslator:
         log.info("stopped a search of %d request(s): each timed out or its client left", len(jobs))
 
     def _search(self, jobs: list[_Job], *, waiting: list[_Job] | None = None) -> list[Answer]:
-        """Each job's answer, from one search over all their sentences (with the per-token
-        log-probabilities when any job asks for confidence: the search is the same either way);
-        SearchStopped once the client of every job `waiting` for it (default: `jobs`) has gone
-        (asked at every decoding step)."""
+        """Each job's answer, from one search over all their texts (the pipeline's search and finish on
+        their merged prepared requests); SearchStopped once the client of every job `waiting` for it
+        (default: `jobs`) has gone (asked at every decoding step)."""
         waiting = jobs if waiting is None else waiting
-        merged = merge([job.encoded for job in jobs])
-        # Keywords only when asked: a Translator stand-in without them serves requests that do not ask.
-        asked: dict[str, Any] = {"confidence": True} if any(job.confidence for job in jobs) else {}
-        constraints = merged_constraints(jobs)
-        if constraints is not None or jobs[0].avoid:
-            # Translations say how many phrases each met; they need the per-token log-probabilities.
-            asked.update(confidence=True, constraints=constraints, avoid=[list(p) for p in jobs[0].avoid])
-        if any(job.prefixes is not None for job in jobs):
-            asked["prefixes"] = merged_prefixes(jobs, self.translator)
+        merged = merge([job.prepared for job in jobs])
         results = self.translator.search(
-            merged.sources, jobs[0].options, max_tokens=self.max_tokens, **asked,
+            merged, max_tokens=self.max_tokens,
             stop=lambda: all(job.state == "abandoned" for job in waiting),  # read without the lock
         )  # fmt: skip
-        plain = [
-            [Translation(*pair) for pair in ranked] for ranked in self.translator.join_pieces(merged, results)
-        ]
-        detailed = self.translator.translations(merged, results) if asked else []
+        ranked = self.translator.translations(merged, results)
         answers, start = [], 0
         for job in jobs:
-            end = start + job.encoded.n_texts
-            answers.append(detailed[start:end] if job.confidence or job.constraints else plain[start:end])
+            end = start + job.n_texts
+            asked = job.prepared.confidence or job.prepared.constraints is not None
+            answers.append(ranked[start:end] if asked else [[Translation(t.text, t.score) for t in nbest]
+                                                            for nbest in ranked[start:end]])  # fmt: skip
             start = end
         return answers
 
     def _deliver(self, jobs: list[_Job], answers: list[Answer]) -> None:
         self.stats.record(jobs)
         if self.on_batch is not None:
-            self.on_batch(len(jobs), sum(job.encoded.n_texts for job in jobs))
+            self.on_batch(len(jobs), sum(job.n_texts for job in jobs))
         for job, answer in zip(jobs, answers):
             _settle(job, _resolve, answer)
 
@@ -368,11 +343,11 @@ class BatchingTranslator:
     def _culprit(self, job: _Job) -> int | None:
         """The first sentence of the job whose search fails alone, searched as in the job (its
         constraints, the job's avoided phrases and confidence)."""
-        if job.encoded.n_texts == 1:
+        if job.n_texts == 1:
             return 0
-        for index in range(job.encoded.n_texts):
+        for index in range(job.n_texts):
             try:
-                self._search([sentence_job(job, index)], waiting=[job])
+                self._search([dataclasses.replace(job, prepared=text_of(job.prepared, index))], waiting=[job])
             except SearchStopped:  # the client has gone: nobody reads the answer
                 return None
             except Exception:
@@ -380,54 +355,8 @@ class BatchingTranslator:
         return None
 
 
-def sentence_job(job: _Job, index: int) -> _Job:
-    """Sentence `index` of `job` as a job of its own: its pieces, with their constraints."""
-    pieces = [piece for piece, owner in enumerate(job.encoded.owners) if owner == index]
-    sources = [job.encoded.sources[piece] for piece in pieces]
-    constraints = None if job.constraints is None else [job.constraints[piece] for piece in pieces]
-    prefixes = None if job.prefixes is None else [job.prefixes[piece] for piece in pieces]
-    encoded = EncodedInput(sources=sources, owners=[0] * len(pieces), n_texts=1)
-    return dataclasses.replace(job, encoded=encoded, constraints=constraints, prefixes=prefixes)
-
-
 def _same_search(job: _Job, first: _Job) -> bool:
-    return job.options == first.options and job.avoid == first.avoid
-
-
-def merged_constraints(jobs: list[_Job]) -> list[list[list[int]]] | None:
-    """The jobs' constraints, piece after piece as `merge` orders them (None when no job has any)."""
-    if all(job.constraints is None for job in jobs):
-        return None
-    return [
-        phrases
-        for job in jobs
-        for phrases in (job.constraints if job.constraints is not None else [[] for _ in job.encoded.sources])
-    ]
-
-
-def merged_prefixes(jobs: list[_Job], translator: Translator) -> list[list[int]]:
-    """The jobs' forced target prefixes, piece after piece as `merge` orders them; a job without its own
-    gets the Translator's (Translator.target_prefixes; none for a model without language codes)."""
-    merged: list[list[int]] = []
-    for job in jobs:
-        sources = job.encoded.sources
-        merged.extend(job.prefixes or translator.target_prefixes(sources) or [[] for _ in sources])
-    return merged
-
-
-def merge(parts: list[EncodedInput]) -> EncodedInput:
-    """Several requests' inputs as one, their texts numbered one after another."""
-    sources: list[list[int]] = []
-    owners: list[int] = []
-    marked: list[Marked | None] = []
-    offset = 0
-    for part in parts:
-        sources.extend(part.sources)
-        owners.extend(offset + owner for owner in part.owners)
-        marked.extend(part.marked if part.marked is not None else [None] * part.n_texts)
-        offset += part.n_texts
-    has_markup = any(found is not None for found in marked)
-    return EncodedInput(sources=sources, owners=owners, n_texts=offset, marked=marked if has_markup else None)
+    return job.prepared.options == first.prepared.options and job.prepared.avoid == first.prepared.avoid
 
 
 def _settle(job: _Job, settle: Callable[[asyncio.Future, Any], None], value: Any) -> None:

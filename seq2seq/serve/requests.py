@@ -11,6 +11,7 @@ most 16 per sentence and 16 avoided, of 100 characters) add up to 81% more text 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
@@ -18,13 +19,16 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
-from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError, log_renamed_field
-from seq2seq.inference.document_formats import FORMATS
-from seq2seq.inference.markup import Marked
-from seq2seq.inference.markup_text import markup_setting
-from seq2seq.inference.text_input import clean_line
-from seq2seq.inference.translator import EncodedInput, Translator
+from seq2seq.inference.api import (
+    FORMATS,
+    Prepared,
+    SearchOptions,
+    TooLong,
+    TranslationRequest,
+    Translator,
+    markup_setting,
+)
 
 log = logging.getLogger("seq2seq.serve")
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logged and counted, never sent
@@ -95,8 +99,10 @@ class ParsedRequest:
     confidence: bool = False
     constraints: list[list[str]] | None = None  # per text, target phrases its translation must contain
     avoid: list[str] | None = None  # target phrases no translation may contain
-    src_lang: str | None = None  # a multilingual model's source / target language code (None: the server's)
-    tgt_lang: str | None = None
+    # a multilingual model's source / target language code: one for every text, or one per text (None: the
+    # server's)
+    src_lang: str | list[str | None] | None = None
+    tgt_lang: str | list[str | None] | None = None
     markup: str | None = None  # "auto" | "true" | "false" (None: the server's)
     format: str = "text"  # "text": texts are sentences | "html" | "xliff" | "po": texts are whole files
 
@@ -134,7 +140,14 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
         raise HTTPError(422, f'"format": "{fmt}" answers with the translated files; "confidence", '
                         '"constraints", "avoid" and "nbest" need "format": "text"')  # fmt: skip
     return ParsedRequest(
-        texts, options, confidence, constraints, avoid, *_languages(payload), _markup(payload), fmt
+        texts,
+        options,
+        confidence,
+        constraints,
+        avoid,
+        *_languages(payload, len(texts)),
+        _markup(payload),
+        fmt,
     )
 
 
@@ -158,11 +171,17 @@ def _markup(payload: dict[str, Any]) -> str | None:
         raise HTTPError(422, f'"markup" must be "auto", "true" or "false", got {json.dumps(value)}') from None
 
 
-def _languages(payload: dict[str, Any]) -> tuple[str | None, str | None]:
-    """ "src_lang" and "tgt_lang": a language code each, or null / absent for the server's."""
+def _languages(payload: dict[str, Any], count: int) -> tuple[Any, Any]:
+    """ "src_lang" and "tgt_lang": a language code each, or a list of one code (or null) per text, or
+    null / absent for the server's."""
     codes = payload.get("src_lang"), payload.get("tgt_lang")
     for name, code in zip(("src_lang", "tgt_lang"), codes):
-        if code is not None and (not isinstance(code, str) or not code):
+        values = code if isinstance(code, list) else [code]
+        if isinstance(code, list) and len(code) != count:
+            raise HTTPError(
+                422, f'"{name}" has {len(code)} codes for {count} texts; give one code, or one per text'
+            )
+        if any(value is not None and (not isinstance(value, str) or not value) for value in values):
             raise HTTPError(422, f'"{name}" must be a language code of the model, got {json.dumps(code)}')
     return codes
 
@@ -249,72 +268,44 @@ def _options(payload: dict[str, Any], limits: Limits, defaults: SearchOptions) -
     return defaults.replace(beam_size=beam_size, nbest=nbest, length_penalty=float(penalty))
 
 
-def request_translator(translator: Translator, parsed: ParsedRequest) -> Translator:
-    """The server's Translator for the request's languages ("src_lang", "tgt_lang"; the server's own
-    otherwise): 422 with the model's codes for a code it does not have, or when a multilingual model
-    has no target language yet (seq2seq.inference.languages)."""
+def prepare_request(translator: Translator, parsed: ParsedRequest, markup: str | None = None) -> Prepared:
+    """The request's model input (seq2seq.inference.prepared, the pipeline's first step), or the 4xx
+    that names its sentence: 413 for one over the token limit under long_lines=error, 422 for a language
+    the model lacks, a phrase that cannot be met, or a text or phrase the tokenizer rejects. `markup`:
+    for this call (None: the request's, else the server's)."""
+    request = TranslationRequest.of(
+        parsed.texts, src_lang=parsed.src_lang, tgt_lang=parsed.tgt_lang, constraints=parsed.constraints,
+        avoid=parsed.avoid, options=parsed.options, confidence=parsed.confidence,
+        markup=parsed.markup if markup is None else markup,
+    )  # fmt: skip
     try:
-        chosen = translator.for_languages(src_lang=parsed.src_lang, tgt_lang=parsed.tgt_lang)
-        chosen.check_languages()
+        return translator.prepare(
+            request,
+            label=lambda index: f"sentence {index}",
+            constraint_label=lambda index: f"the constraints of sentence {index}",
+        )
+    except TooLong as error:
+        raise HTTPError(413, f"sentence {error.index} has {error.tokens} tokens; the limit is "
+                             f"{translator.max_input_tokens} (this server refuses longer sentences: "
+                             "long_lines=error)") from None  # fmt: skip
     except UserError as error:
         raise HTTPError(422, str(error)) from None
-    return chosen
+    except Exception as error:  # the tokenizer's own failures are about the text it was given
+        raise _untokenizable(translator, request, error) from None
 
 
-def encode_request(translator: Translator, texts: list[str], markup: str | None = None) -> EncodedInput:
-    """The request's model input, sentence by sentence so that a refusal names its sentence: 413 for
-    one over the token limit under long_lines=error, 422 for any other sentence the tokenizer rejects.
-    `markup`: the request's (None: the server's); texts with markup keep it (EncodedInput.marked)."""
-    sources: list[list[int]] = []
-    owners: list[int] = []
-    marked: list[Marked | None] = []
-    for index, text in enumerate(texts):
+def _untokenizable(translator: Translator, request: TranslationRequest, error: Exception) -> HTTPError:
+    """The 422 for a request the tokenizer fails on (sentencepiece raises RuntimeError), naming the first
+    sentence that fails alone, else the phrases."""
+    for index, text in enumerate(request.texts):
         try:
-            encoded = translator.encode([text], markup=markup)
-        except UserError:  # the only one encode raises: a sentence too long under long_lines=error
-            tokens = len(translator.src_tokenizer.encode(clean_line(text)))
-            raise HTTPError(
-                413,
-                f"sentence {index} has {tokens} tokens; the limit is {translator.max_input_tokens} "
-                "(this server refuses longer sentences: long_lines=error)",
-            ) from None
-        except Exception as error:  # the tokenizer's own failures are about the text it was given
+            translator.prepare(
+                dataclasses.replace(request, texts=(dataclasses.replace(text, constraints=None),), avoid=None)
+            )
+        except Exception:
             log.warning("sentence %d of a request cannot be tokenized: %r", index, error)
-            raise HTTPError(
-                422, f"sentence {index} cannot be tokenized ({error.__class__.__name__})"
-            ) from None
-        sources.extend(encoded.sources)
-        owners.extend(index for _ in encoded.sources)
-        marked.append(None if encoded.marked is None else encoded.marked[0])
-    has_markup = any(found is not None for found in marked)
-    return EncodedInput(
-        sources=sources, owners=owners, n_texts=len(texts), marked=marked if has_markup else None
+            return HTTPError(422, f"sentence {index} cannot be tokenized ({error.__class__.__name__})")
+    log.warning("the phrases of a request cannot be tokenized: %r", error)
+    return HTTPError(
+        422, f'a phrase of "constraints" or "avoid" cannot be tokenized ({error.__class__.__name__})'
     )
-
-
-@dataclass(frozen=True)
-class EncodedTerms:
-    """A request's constraints as target tokens: per piece of its input (None: none) and avoided phrases."""
-
-    constraints: list[list[list[int]]] | None
-    avoid: tuple[tuple[int, ...], ...]
-
-
-def encode_terms(translator: Translator, parsed: ParsedRequest, encoded: EncodedInput) -> EncodedTerms:
-    """The request's constraints (its own and the server's glossary's) as target tokens; 422 naming the
-    sentence when one cannot be met (seq2seq.inference.constraint_input)."""
-    if parsed.constraints is None and parsed.avoid is None and translator.glossary is None:
-        return EncodedTerms(None, ())  # nothing to encode
-    try:
-        constraints, avoid = translator.encode_constraints(
-            parsed.texts, encoded, parsed.options, constraints=parsed.constraints, avoid=parsed.avoid,
-            label=lambda number: f"the constraints of sentence {number - 1}",
-        )  # fmt: skip
-    except UserError as error:
-        raise HTTPError(422, str(error)) from None
-    except (RuntimeError, UnicodeError) as error:  # sentencepiece's failures on the phrases it was given
-        log.warning("the phrases of a request cannot be tokenized: %r", error)
-        raise HTTPError(
-            422, f'a phrase of "constraints" or "avoid" cannot be tokenized ({error.__class__.__name__})'
-        ) from None
-    return EncodedTerms(constraints, tuple(tuple(phrase) for phrase in avoid))

@@ -9,9 +9,7 @@ start-up); only the run that must die by SIGKILL is a subprocess.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import logging
 import signal
@@ -21,14 +19,14 @@ from pathlib import Path
 
 import pytest
 from commands import ENV, error_line
-from hydra import compose, initialize_config_dir
+from in_process import run_command
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.cli import translated_corpus_dir
 from seq2seq.cli.backtranslate import backtranslate
-from seq2seq.cli.corpus_translation import chunk_seed, count_lines
-from seq2seq.cli.config.launch import config_dir
+from seq2seq.corpus_translation import output_dir as translated_corpus_dir
+from seq2seq.corpus_translation.chunks import chunk_seed
+from seq2seq.corpus_translation.input_lines import count_lines
 from seq2seq.files import this_host
 
 LINES = [*sentences(4, seed=5), "", *sentences(3, seed=6), "   ", *sentences(3, seed=7)]  # 12 lines
@@ -42,7 +40,7 @@ LANGUAGES = {"data": {"src_lang": "es", "tgt_lang": "en"}}  # the reverse model:
 # no cleanup: as `kill -9` does) as soon as the chunk the first argument names is saved.
 KILL_AFTER_CHUNK = """
 import os, runpy, signal, sys
-from seq2seq.cli import translated_corpus_dir
+from seq2seq.corpus_translation import output_dir as translated_corpus_dir
 index = int(sys.argv.pop(1))
 save = translated_corpus_dir.save_chunk
 def save_then_die(out, stats, pairs):
@@ -76,15 +74,7 @@ def settings(checkpoint: Path, source: Path, out: Path, *overrides: str) -> list
 
 def run(checkpoint: Path, source: Path, out: Path, *overrides: str) -> subprocess.CompletedProcess:
     """The command's function in this process -> its exit code and stderr, as a finished subprocess."""
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("backtranslate", overrides=settings(checkpoint, source, out, *overrides))
-    stderr, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(stderr):
-        try:
-            backtranslate(cfg)
-        except SystemExit as stop:
-            code = int(stop.code or 0)
-    return subprocess.CompletedProcess([], code, "", stderr.getvalue())
+    return run_command(backtranslate, "backtranslate", *settings(checkpoint, source, out, *overrides))
 
 
 def corpus(out: Path, src: str = "en", tgt: str = "es") -> tuple[bytes, bytes]:
@@ -205,7 +195,7 @@ def test_languages_can_be_named_and_lines_are_counted_as_the_reader_reads_them(c
     source = tmp_path / "mono.txt"
     source.write_bytes(b"\xef\xbb\xbfgod created light\r\n\nday and night")  # BOM, CRLF, no final newline
     assert count_lines(source) == 3
-    named = ["src_lang=xx", "tgt_lang=yy", "chunk_lines=2", "progress_bar=true"]
+    named = ["src_lang=yy", "tgt_lang=xx", "chunk_lines=2", "progress_bar=true"]  # reads yy, writes xx
     result = run(checkpoint, source, tmp_path / "bt", *named)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "back-translate: 100%" in result.stderr and "sent/s" in result.stderr
@@ -245,17 +235,20 @@ def test_each_chunk_has_its_own_seed() -> None:
 
 
 def test_a_multilingual_reverse_model_reads_and_writes_the_corpus_suffixes(monolingual, tmp_path):
-    """Our own multilingual model (en, es, fr) back-translates input named by its language: tgt_lang= (the
-    input's) is what it reads, src_lang= what it writes; a suffix that is none of its codes is refused."""
+    """Our own multilingual model (en, es, fr) back-translates input named by its language: src_lang= (the
+    input's) is what it reads, tgt_lang= what it writes; a suffix that is none of its codes is refused."""
     from multilingual_model import own_multilingual_checkpoint
 
     checkpoint = own_multilingual_checkpoint(tmp_path / "both.pt")
-    result = run(checkpoint, monolingual, tmp_path / "bt", "src_lang=fr", "tgt_lang=en")
+    result = run(checkpoint, monolingual, tmp_path / "bt", "src_lang=en", "tgt_lang=fr")
     assert result.returncode == 0, result.stderr[-3000:]
     translator = Translator.from_checkpoint(checkpoint, options=OPTIONS)
     expected = [t.text for t in translator.translate(GIVEN, src_lang="en", tgt_lang="fr")]
     sources, targets = corpus(tmp_path / "bt", "fr", "en")
     assert list(zip(lines_of(sources), lines_of(targets))) == [(s, t) for s, t in zip(expected, GIVEN) if s]
     assert expected != [t.text for t in translator.translate(GIVEN, src_lang="en", tgt_lang="es")]
-    refused = run(checkpoint, monolingual, tmp_path / "de", "src_lang=de", "tgt_lang=en")
-    assert refused.returncode == 2 and "the corpus suffixes en -> de are not its codes (en, es, fr)" in refused.stderr
+    refused = run(checkpoint, monolingual, tmp_path / "de", "src_lang=en", "tgt_lang=de")
+    assert (
+        refused.returncode == 2
+        and "the corpus suffixes en -> de are not its codes (en, es, fr)" in refused.stderr
+    )

@@ -11,8 +11,6 @@ SIGKILL is a subprocess.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import logging
 import math
@@ -25,15 +23,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from commands import ENV, error_line
-from hydra import compose, initialize_config_dir
-from in_process import translate_lines
+from in_process import run_command, translate_lines
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq import Translator
-from seq2seq.cli.distill import LAYOUT, distill
-from seq2seq.cli.distill_filter import SCORE_SUFFIX, ScoreFilter, dropped_pairs, read_filter
-from seq2seq.cli.config.launch import config_dir
-from seq2seq.cli.translated_corpus_dir import OutputDir
+from seq2seq.cli.distill import distill, read_filter
+from seq2seq.corpus_translation.distillation import LAYOUT
+from seq2seq.corpus_translation.output_dir import OutputDir
+from seq2seq.corpus_translation.score_filter import SCORE_SUFFIX, ScoreFilter, dropped_pairs
 from seq2seq.errors import UserError
 
 LINES = [*sentences(5, seed=11), "", *sentences(6, seed=12)]  # 12 lines, one blank
@@ -43,22 +40,22 @@ OPTIONS = {"max_len_a": 0.0, "max_len_b": 12}  # the Translator's side of SHORT
 LANGUAGES = {"data": {"src_lang": "en", "tgt_lang": "es"}}
 
 # Kills the run (SIGKILL, as `kill -9`) in the middle of chunk 1, chunk 0 done: "search" as chunk 1's
-# search starts (no file of it written), "<file>" half-way through writing that file of chunk 1 (its
+# translation starts (no file of it written), "<file>" half-way through writing that file of chunk 1 (its
 # earlier files renamed into place, this one only a half-written temporary, no done marker).
 KILL_MID_CHUNK = """
 import contextlib, os, runpy, signal, sys
-from seq2seq.cli import translated_corpus_dir
+from seq2seq.corpus_translation import output_dir as translated_corpus_dir
 from seq2seq.inference.translator import Translator
 where = sys.argv.pop(1)
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
-search, calls = Translator.search, []
-def search_then_die(self, *args, **kwargs):
+translate, calls = Translator.translate, []  # a chunk's one call: corpus translation's only path
+def translate_then_die(self, *args, **kwargs):
     calls.append(1)
     if where == "search" and len(calls) == 2:
         die()
-    return search(self, *args, **kwargs)
-Translator.search = search_then_die
+    return translate(self, *args, **kwargs)
+Translator.translate = translate_then_die
 class HalfThenDie:
     def __init__(self, stream):
         self.stream = stream
@@ -107,15 +104,7 @@ def settings(teacher: Path | list[Path], source: Path, out: Path, *overrides: st
 
 
 def run(teacher: Path | list[Path], source: Path, out: Path, *overrides: str) -> subprocess.CompletedProcess:
-    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
-        cfg = compose("distill", overrides=settings(teacher, source, out, *overrides))
-    stderr, code = io.StringIO(), 0
-    with contextlib.redirect_stderr(stderr):
-        try:
-            distill(cfg)
-        except SystemExit as stop:
-            code = int(stop.code or 0)
-    return subprocess.CompletedProcess([], code, "", stderr.getvalue())
+    return run_command(distill, "distill", *settings(teacher, source, out, *overrides))
 
 
 def lines_of(path: Path) -> list[str]:

@@ -41,3 +41,28 @@ def test_no_entry_point_imports_another() -> None:
         module: sorted((imported_modules(module) & entries) - {module}) for module in sorted(entries)
     }
     assert {module: others for module, others in crossings.items() if others} == {}
+
+
+def test_cli_holds_the_entry_points_and_their_config_plumbing_only() -> None:
+    """seq2seq/cli/ is one module per command; what turns configs into typed settings is in cli/config/,
+    and library logic lives in packages a Python caller can use without Hydra."""
+    modules = {f"seq2seq.cli.{path.stem}" for path in (ROOT / "seq2seq" / "cli").glob("*.py")}
+    assert modules - {"seq2seq.cli.__init__"} == entry_modules()
+
+
+def test_no_module_below_cli_reads_a_config_object() -> None:
+    """Hydra and its config objects are the entry points' business: the package takes typed settings.
+    (OmegaConf may read YAML below cli/, as seq2seq.model.sizes reads the named sizes, into plain dicts.)"""
+    below = [path for path in (ROOT / "seq2seq").rglob("*.py") if "cli" not in path.relative_to(ROOT).parts]
+    config_objects = {"hydra", "omegaconf.DictConfig", "omegaconf.ListConfig"}
+    readers = sorted(
+        f"{path.relative_to(ROOT)}: {sorted(found)}"
+        for path in below
+        if (found := {name for name in imported_modules_of(path) if name.split(".")[0] == "hydra"}
+            | (imported_modules_of(path) & config_objects))
+    )  # fmt: skip
+    assert readers == []
+
+
+def imported_modules_of(path: Path) -> set[str]:
+    return imported_modules(".".join(path.relative_to(ROOT).with_suffix("").parts))

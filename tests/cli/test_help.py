@@ -17,7 +17,7 @@ from commands import run_module
         ("seq2seq.cli.prepare", ["apt-get", "data=parallel_files"]),
         (
             "seq2seq.cli.export",
-            ["weight_format=int8", "ALiBi, local windows (model.window)", "format=huggingface"],
+            ["weight_format=int8", "ALiBi, local windows (model.window)", "target=huggingface"],
         ),
         ("seq2seq.cli.import_model", ["MarianMTModel", "src_lang", "init_from="]),
         ("seq2seq.cli.serve", ["POST /translate", "SIGTERM", "max_body_bytes"]),

@@ -84,7 +84,7 @@ def settings(*overrides: str) -> dict:
         (["max_queue=0"], "max_queue=0 must be at least 1"),
         (["error_delay_ms=20000"], "error_delay_ms=20000 must be at most 10000"),
         (["max_tokens=-5"], "max_tokens=-5 must be at least 1"),
-        (["threads=0"], "threads=0 must be at least 1"),
+        (["num_threads=0"], "num_threads=0 must be at least 1"),
         (["max_chars=1e12"], "max_chars=1000000000000.0 must be at most 1000000"),
         (["api_key=abc", "api_key_env=KEY"], "set api_key or api_key_env, not both"),
         (["api_key_env=SEQ2SEQ_UNSET_KEY"], "api_key_env=SEQ2SEQ_UNSET_KEY, but the environment variable"),

@@ -81,13 +81,13 @@ def test_jsonl_holds_the_translators_values(checkpoint, translator, tmp_path):
     expected = translator.translate(LINES, confidence=True)
     assert records == [record(t) for t in expected]
     for line, given, found in zip(output, LINES, records):
-        assert list(found) == ["translation", "confidence", "mean_log_prob", "tokens", "token_probs"]
+        assert list(found) == ["text", "confidence", "mean_log_prob", "tokens", "token_probs", "translation"]
         if given.strip():
             assert found["tokens"][-1] == "</s>" and len(found["tokens"]) == len(found["token_probs"])
             assert "\\u" not in line  # ensure_ascii=False: pieces are written as they are
         else:
-            assert found == {"translation": "", "confidence": None, "mean_log_prob": None, "tokens": [],
-                             "token_probs": []}  # fmt: skip
+            assert found == {"text": "", "confidence": None, "mean_log_prob": None, "tokens": [],
+                             "token_probs": [], "translation": ""}  # fmt: skip
     with_scores = run_translate(
         checkpoint, tmp_path, "confidence=true", "confidence_format=jsonl", "scores=true"
     )[2]
@@ -165,7 +165,7 @@ def test_bad_settings_are_one_line_errors(checkpoint, tmp_path, setting, message
 @pytest.mark.slow
 def test_the_command_as_a_user_runs_it(checkpoint, translator, tmp_path):
     stdin = "".join(line + "\n" for line in LINES).encode()
-    settings = [*SHORT, "confidence=true", "confidence_format=jsonl", "quiet=true"]
+    settings = [*SHORT, "confidence=true", "confidence_format=jsonl", "log_level=warning"]
     result = run_module(
         "seq2seq.cli.translate", f"checkpoint={checkpoint}", *settings, cwd=tmp_path, stdin=stdin
     )

@@ -188,7 +188,7 @@ def test_the_deprecated_prefix_key_still_works_with_one_warning(checkpoints, tmp
     source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
     prefix_file.write_text("".join(prefix + "\n" for prefix in prefixes), encoding="utf-8")
     settings = [checkpoint_setting(checkpoints["causal"]), f"input={source}", f"output={output}", *SHORT]
-    settings += [f"prefix={prefix_file}", "quiet=true"]
+    settings += [f"prefix={prefix_file}", "log_level=warning"]
     result = run_module("seq2seq.cli.translate", *settings, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     translator = Translator.from_checkpoint(checkpoints["causal"], options=OPTIONS)

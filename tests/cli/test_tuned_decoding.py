@@ -116,7 +116,7 @@ def test_an_exported_model_carries_and_uses_them(models: dict[str, Path], tmp_pa
     pytest.importorskip("ctranslate2", reason="needs the export extra: pip install '.[export]'")
     exported = tmp_path / "exported"
     result = run_module(
-        "seq2seq.cli.export", f"checkpoint={models['tuned']}", f"output={exported}", cwd=tmp_path
+        "seq2seq.cli.export", f"checkpoint={models['tuned']}", f"output_dir={exported}", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads((exported / "seq2seq.json").read_text())["tuned_decoding"] == TUNED

@@ -76,9 +76,10 @@ def cli_modules() -> dict[str, str]:
 
 
 def config_name(module: str) -> str | None:
-    """The config a command module's @hydra.main composes; None for an argparse command."""
+    """The config a command module's main composes (`command_main(..., config_name=)`, or its own
+    @hydra.main); None for an argparse command."""
     source = (REPOSITORY / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
-    found = re.search(r"@hydra\.main\(.*config_name=\"(\w+)\"", source)
+    found = re.search(r"(?:@hydra\.main\(|command_main\().*config_name=\"(\w+)\"", source)
     return found.group(1) if found else None
 
 

@@ -286,7 +286,8 @@ RULES: dict[str, list[Rule]] = {
     ],
     **{
         f"studies/{name}.md": [not_run(r"python (scripts|benchmarks)/\w+\.py.*", STUDY)]
-        for name in ("distillation", "domain-adaptation", "families", "guided-alignment", "multilingual")
+        for name in ("alignment-layers", "distillation", "domain-adaptation", "families", "guided-alignment",
+                     "multilingual")
     },
 }
 

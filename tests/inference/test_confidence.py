@@ -199,7 +199,7 @@ def test_the_definitions_on_hand_made_hypotheses(tokenizer):
         "token_probs": [],
     }
     shown = Translation.of("x", -0.6, confidence).to_json()
-    assert shown["translation"] == "x" and shown["confidence"] == round(math.exp(-0.2), 6)
+    assert shown["text"] == "x" and shown["confidence"] == round(math.exp(-0.2), 6)
     with pytest.raises(ValueError, match="confidence=True"):
         confidence_of([Hypothesis(tokens=[10], score=-1.0, log_prob=-1.0)], tokenizer)
 

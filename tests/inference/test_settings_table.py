@@ -2,7 +2,8 @@
 names is in the configs and every key of configs/translate.yaml and of the beam decode group is in it;
 every Python keyword is in the signature it names; every JSON field is a field of the server's request
 and every such field is in it; a setting's names on its surfaces are equal unless the row says why; every
-deprecated alias names a current setting or answer field."""
+deprecated alias names a current setting or answer field; every CLI key is a name of the command settings
+table (seq2seq.cli.config.command_settings), whose renamed keys are what seq2seq-translate accepts."""
 
 from __future__ import annotations
 
@@ -84,14 +85,11 @@ def test_names_agree_unless_the_row_says_why(setting):
 
 def test_every_alias_is_renamed_to_a_current_name():
     python = {(s.python_in, s.python) for s in SETTINGS}
-    cli = {s.cli for s in SETTINGS}
     for alias in DEPRECATED:
         if alias.surface == "python" and " " in alias.new:  # no keyword replaces it: a phrase says why
             assert alias.old in python_keywords(alias.where)
         elif alias.surface == "python":
             assert (alias.where, alias.new) in python and alias.old in python_keywords(alias.where)
-        elif alias.surface == "cli":
-            assert alias.new in cli and alias.old not in cli
         elif alias.surface == "server request":
             assert alias.new in server_fields()[0]
         else:
@@ -99,8 +97,20 @@ def test_every_alias_is_renamed_to_a_current_name():
     assert deprecation_message("a", "b") == "a is deprecated and will stop working in the next release; use b"
 
 
-def test_the_table_names_every_renamed_translate_key_the_command_accepts():
-    from seq2seq.cli.translate import RENAMED
+def test_the_cli_keys_are_names_of_the_command_settings_table():
+    """One meaning per name across commands: the translation table's CLI keys are rows of that table."""
+    from seq2seq.cli.config.command_settings import NAMES, command
 
-    table = {alias.old: alias.new for alias in DEPRECATED if alias.surface == "cli"}
-    assert table == RENAMED
+    names = {name.name for name in NAMES}
+    for setting in SETTINGS:
+        if setting.cli is not None:
+            assert setting.cli.split(".")[0] in names
+            assert setting.cli.split(".")[0] in command("seq2seq-translate").keys
+            assert setting.serve_cli == (setting.cli.split(".")[0] in command("seq2seq-serve").keys)
+
+
+def test_seq2seq_translate_accepts_the_renamed_keys_of_the_table():
+    from seq2seq.cli.config.renamed_keys import deprecated_keys
+    from seq2seq.cli.translate import main
+
+    assert main.deprecated_keys == deprecated_keys("seq2seq-translate")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from in_process import translate_lines
-from multilingual_model import OPTIONS, mapped_tokenizers, multilingual_checkpoint
+from multilingual_model import OPTIONS, mapped_tokenizers, module_fixtures, multilingual_checkpoint
 from tiny_models import tiny_model_checkpoint, tiny_tokenizer
 
 from seq2seq import Translator
@@ -34,15 +34,7 @@ SEARCHES = {
 }
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Imported with source "en" and target "es"."""
-    return multilingual_checkpoint(tmp_path_factory.mktemp("model") / "model.pt")
-
-
-@pytest.fixture(scope="module")
-def translator(checkpoint: Path) -> Translator:
-    return Translator.from_checkpoint(checkpoint, options=OPTIONS)
+checkpoint, translator = module_fixtures()  # imported with source "en" and target "es"
 
 
 def reference_search(checkpoint: Path, sources: list[list[int]], options: SearchOptions, code: int | None):
@@ -108,8 +100,8 @@ def test_src_lang_puts_its_code_on_the_source(translator):
 
 
 def test_user_prefixes_follow_the_code_once(checkpoint, translator):
-    encoded = translator.encode(TEXTS)
-    forced = translator.encode_prefixes(["the night", "", "", "water"], encoded)
+    encoded = translator.encode(TEXTS, prefixes=["the night", "", "", "water"])
+    forced = encoded.prefixes
     pieces = tiny_tokenizer()  # the same sentencepiece model, its ids unmapped
     assert forced == [[ES, *pieces.encode("the night")], [ES], [ES], [ES, *pieces.encode("water")]]
     found = translator.search(encoded.sources, prefixes=forced)
@@ -139,11 +131,8 @@ def test_a_split_line_has_the_source_code_on_every_piece(checkpoint):
 
 def test_constrained_search_forces_the_code_and_meets_the_phrase(translator):
     options = SEARCHES["beam"]
-    encoded = translator.encode(TEXTS)
-    wanted, _ = translator.encode_constraints(
-        TEXTS, encoded, options, constraints=[["god"], [], [], ["land"]]
-    )
-    found = translator.search(encoded.sources, options, constraints=wanted)
+    encoded = translator.encode(TEXTS, options=options, constraints=[["god"], [], [], ["land"]])
+    found = translator.search(encoded)
     assert all(nbest[0].tokens[0] == ES for nbest in found if nbest)
     best = translator.translate(TEXTS, options=options, constraints=[["god"], [], [], ["land"]])
     assert "god" in best[0].text and "land" in best[3].text
@@ -155,12 +144,9 @@ def test_phrases_are_encoded_without_the_code(translator):
     avoided phrase would be banned only right after the code). Needs constraint_input.phrase_forms to
     drop the target tokenizer's prefix."""
     pieces = tiny_tokenizer()
-    encoded = translator.encode(TEXTS)
-    wanted, banned = translator.encode_constraints(
-        TEXTS, encoded, constraints=[["god"], [], [], ["land"]], avoid=["night"]
-    )
-    assert wanted == [[pieces.encode("god")], [], [], [pieces.encode("land")]]
-    assert banned == [pieces.encode("night")]
+    encoded = translator.encode(TEXTS, constraints=[["god"], [], [], ["land"]], avoid=["night"])
+    assert encoded.constraints == [[pieces.encode("god")], [], [], [pieces.encode("land")]]
+    assert encoded.avoid == (tuple(pieces.encode("night")),)
 
 
 def test_ctranslate2_forces_the_code_like_our_engine(checkpoint, tmp_path):
@@ -221,7 +207,7 @@ def test_a_model_without_codes_refuses_them(tmp_path):
         UserError, match=r"^tgt_lang='es': this model has no language codes; leave tgt_lang out$"
     ):
         plain.translate(["the night"], tgt_lang="es")
-    assert plain.target_prefixes([[5, 3]]) is None  # nothing forced: the search is as before
+    assert plain.encode(["the night"]).prefixes == [[]]  # nothing forced: the search is as before
 
 
 def test_a_model_that_recorded_no_language_asks_for_one(tmp_path):

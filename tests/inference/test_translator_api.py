@@ -60,7 +60,7 @@ def test_export_cli_then_translate_cli_with_the_exported_model(finished_run: Pat
     pytest.importorskip("ctranslate2", reason="needs the export extra: pip install '.[export]'")
     exported = tmp_path / "exported"
     result = run_module(
-        "seq2seq.cli.export", f"checkpoint={finished_run / 'last.pt'}", f"output={exported}", cwd=tmp_path
+        "seq2seq.cli.export", f"checkpoint={finished_run / 'last.pt'}", f"output_dir={exported}", cwd=tmp_path
     )
     assert result.returncode == 0 and (exported / "model.bin").is_file(), result.stderr[-2000:]
     lines = ["the man sees the dog", "", "a woman finds the house"]
@@ -77,7 +77,7 @@ def test_export_cli_then_translate_cli_with_the_exported_model(finished_run: Pat
         outputs[name] = target.read_text(encoding="utf-8")
     assert outputs["torch"] == outputs["ctranslate2"] and outputs["torch"].split("\n")[1] == ""
     again = run_module(
-        "seq2seq.cli.export", f"checkpoint={finished_run / 'last.pt'}", f"output={exported}", cwd=tmp_path
+        "seq2seq.cli.export", f"checkpoint={finished_run / 'last.pt'}", f"output_dir={exported}", cwd=tmp_path
     )
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "force=true" in again.stderr
 

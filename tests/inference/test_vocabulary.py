@@ -61,19 +61,20 @@ def test_nbest_rides_on_the_best_translation(translator):
 def test_nbest_json_is_the_one_nbest_shape(translator):
     best = translator.translate(TEXTS[:1], nbest=2, confidence=True)[0]
     records = nbest_json(best.nbest, confidence=False)
-    assert records == [{"translation": t.text, "score": round(t.score, 4)} for t in best.nbest]
+    assert records == [{"text": t.text, "score": round(t.score, 4), "translation": t.text} for t in best.nbest]
     detailed = nbest_json(best.nbest, confidence=True)
     assert list(detailed[0]) == [
-        "translation",
+        "text",
         "score",
         "confidence",
         "mean_log_prob",
         "tokens",
         "token_probs",
+        "translation",  # the old name of "text", sent for one release
     ]
     counted = Translation("x", -1.0, constraints_met=1, constraints_total=2)
     assert nbest_json([counted], confidence=False) == [
-        {"translation": "x", "score": -1.0, "constraints_met": 1, "constraints_total": 2}
+        {"text": "x", "score": -1.0, "constraints_met": 1, "constraints_total": 2, "translation": "x"}
     ]
 
 
@@ -111,8 +112,8 @@ def test_qe_settings_are_checked(checkpoint):
         Translator.from_checkpoint(checkpoint, rerank="qe")
     with pytest.raises(UserError, match=r"rerank='bleu' is not supported; choose qe"):
         Translator.from_checkpoint(checkpoint, rerank="bleu", qe_checkpoint=Scorer())
-    with pytest.raises(UserError, match=r"QualityEstimator.from_checkpoint\(path\)"):
-        Translator.from_checkpoint(checkpoint, qe_checkpoint="runs/qe/best.pt")
+    with pytest.raises(UserError, match=r"^QE checkpoint runs/qe/best.pt does not exist; train one with"):
+        Translator.from_checkpoint(checkpoint, qe_checkpoint="runs/qe/best.pt")  # a path is loaded
     with pytest.raises(UserError, match=r"not int"):
         Translator.from_checkpoint(checkpoint, qe_checkpoint=3)
 

@@ -1,5 +1,5 @@
 """The whole trip a user makes: a Hugging Face model imported (seq2seq-import), fine-tuned for 20 updates
-(seq2seq-train init_from= experiment=finetune), exported back (format=huggingface): transformers then
+(seq2seq-train init_from= experiment=finetune), exported back (target=huggingface): transformers then
 generates, greedy and with beam 4, exactly what our Translator generates with the fine-tuned checkpoint,
 and the exported weights are the fine-tuned ones, not the imported ones."""
 

@@ -1,4 +1,4 @@
-"""Round trips: an imported model exported back (format=huggingface) is transformers' model again, tensor
+"""Round trips: an imported model exported back (target=huggingface) is transformers' model again, tensor
 for tensor, and generates what it generated; our own MarianMT-shaped model (post-norm, silu, output bias)
 exported that way generates in transformers what our Translator generates; an imported model exported
 to CTranslate2 gives our greedy tokens. Refusals: one line each, nothing written."""
@@ -14,11 +14,11 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
+from export_refusals import assert_kept_unless_forced, assert_refused  # noqa: E402
 from huggingface_models import LIMIT, TEXTS, EosAtLimit, build, outputs  # noqa: E402
 from tiny_models import save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer  # noqa: E402
 
 from seq2seq.decode.options import DEFAULT_OPTIONS, SearchOptions  # noqa: E402
-from seq2seq.errors import UserError  # noqa: E402
 from seq2seq.inference.translator import Translator  # noqa: E402
 from seq2seq.interop.huggingface_export import export_huggingface  # noqa: E402
 
@@ -108,9 +108,9 @@ def test_a_text_ending_in_a_lone_word_start_piece_is_the_exported_tokenizers(tmp
     translator = Translator.from_checkpoint(checkpoint, options=GREEDY)
     texts = sentences(5, seed=4, words=(1, 8))
     prefixes = ["god", "light was", "water", "", "and"]
-    encoded = translator.encode(texts)
-    forced = translator.encode_prefixes(prefixes, encoded)
-    ours = [nbest[0].tokens for nbest in translator.search(encoded.sources, prefixes=forced)]
+    encoded = translator.encode(texts, prefixes=prefixes)
+    forced = encoded.prefixes
+    ours = [nbest[0].tokens for nbest in translator.search(encoded)]
     assert sum(tokens[-1] == space for tokens in ours) >= 2 and ours[-1][0] == space
     start = model.config.decoder_start_token_id
     for text, prefix, tokens in zip(texts, forced, ours):
@@ -157,14 +157,6 @@ def test_an_imported_model_exports_to_ctranslate2(tmp_path, kind):
     assert [t.text for t in ours.translate(TEXTS)] == [t.text for t in theirs.translate(TEXTS)]
 
 
-def assert_refused(call, message: str, folder: Path) -> None:
-    before = sorted(p.name for p in folder.iterdir())
-    with pytest.raises(UserError) as error:
-        call()
-    assert message in str(error.value) and "\n" not in str(error.value)
-    assert sorted(p.name for p in folder.iterdir()) == before
-
-
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -186,10 +178,4 @@ def test_settings_without_a_mapping_are_refused_by_name(tmp_path, settings, mess
 
 def test_an_existing_output_is_kept_unless_forced(tmp_path):
     checkpoint = own_model_checkpoint(tmp_path / "model.pt")
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "mine.txt").write_text("mine")
-    with pytest.raises(UserError, match="force=true"):
-        export_huggingface(checkpoint, tmp_path / "out")
-    assert (tmp_path / "out" / "mine.txt").read_text() == "mine"
-    export_huggingface(checkpoint, tmp_path / "out", force=True)
-    assert (tmp_path / "out" / "config.json").is_file() and not (tmp_path / "out" / "mine.txt").exists()
+    assert_kept_unless_forced(export_huggingface, checkpoint, tmp_path / "out", "config.json")

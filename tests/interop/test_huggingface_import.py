@@ -101,7 +101,7 @@ def test_ctranslate2_int8_export_and_average_take_it(marian, tmp_path):
 @pytest.mark.slow
 def test_the_commands_take_it(marian, tmp_path):
     output = tmp_path / "imported.pt"
-    result = run_module("seq2seq.cli.import_model", f"input={marian.directory}", f"output={output}",
+    result = run_module("seq2seq.cli.import_model", f"input_dir={marian.directory}", f"output={output}",
                         cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert "importing MarianMTModel (marian)" in result.stderr and "languages en -> es" in result.stderr
@@ -110,7 +110,7 @@ def test_the_commands_take_it(marian, tmp_path):
                         "decode=greedy", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert len((tmp_path / "out.es").read_text().splitlines()) == len(TEXTS)
-    result = run_module("seq2seq.cli.export", f"checkpoint={output}", "output=hf", "format=huggingface",
+    result = run_module("seq2seq.cli.export", f"checkpoint={output}", "output_dir=hf", "target=huggingface",
                         cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     assert isinstance(
@@ -262,7 +262,7 @@ def test_the_server_takes_it(m2m100):
 @pytest.mark.slow
 def test_the_command_refuses_in_one_line_and_explains_itself(copy_of, tmp_path):
     (copy_of / "model.safetensors").unlink()
-    result = run_module("seq2seq.cli.import_model", f"input={copy_of}", "output=out.pt", cwd=tmp_path)
+    result = run_module("seq2seq.cli.import_model", f"input_dir={copy_of}", "output=out.pt", cwd=tmp_path)
     assert result.returncode == 2 and not (tmp_path / "out.pt").exists()
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "has no weights" in errors[0], result.stderr[-2000:]

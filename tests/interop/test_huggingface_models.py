@@ -64,11 +64,12 @@ def test_beam_with_transformers_length_penalty(imported):
     model's (a constant per sentence, which only a length normalisation turns into a difference)."""
     loaded = load_for_inference(imported.checkpoint, torch.device("cpu"))
     translator = Translator.from_checkpoint(imported.checkpoint)
-    sources = translator.encode(TEXTS).sources
+    encoded = translator.encode(TEXTS)
+    sources = encoded.sources
     src = torch.nn.utils.rnn.pad_sequence([torch.tensor(s) for s in sources], batch_first=True,
                                           padding_value=loaded.tgt_tokenizer.pad_id)  # fmt: skip
     options = SearchOptions(beam_size=4, length_penalty=1.0, max_len_a=0.0, max_len_b=LIMIT)
-    prefix = translator.target_prefixes(sources)
+    prefix = encoded.prefixes if any(encoded.prefixes) else None  # the target language code, if any
     finished = beam_search(loaded.model, src, options, ids=SpecialIds.of(loaded.tgt_tokenizer),
                            all_finished=True, prefix=prefix)  # fmt: skip
     forced = len(prefix[0]) if prefix else 0

@@ -17,7 +17,7 @@ from seq2seq import Translator
 from seq2seq.decode.hypotheses import Hypothesis
 from seq2seq.inference.rerank import rerank
 from seq2seq.model import build_encoder_only, model_size
-from seq2seq.qe.scorer import QualityEstimator
+from seq2seq.inference.quality import QualityEstimator
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics
@@ -69,6 +69,8 @@ def test_translations_carry_the_qe_models_score(models: tuple[Path, Path]) -> No
     assert [r.qe for r in results[:-1]] == pytest.approx(expected, abs=1e-6)
     assert results[-1].qe is None and "qe" not in results[-1].to_json()
     assert results[0].to_json()["qe"] == pytest.approx(expected[0], rel=1e-5)
+    by_path = Translator.from_checkpoint(mt, options=OPTIONS, qe_checkpoint=qe)  # loaded as the CLI loads it
+    assert by_path.translate(TEXTS, confidence=True) == results
 
 
 @pytest.mark.parametrize("weight", [0.0, 2.0, 1000.0])
@@ -147,14 +149,14 @@ def test_the_server_answers_the_qe_score_with_the_confidence(
     assert answer.status_code == 200, answer.text
     translations = answer.json()["translations"]
     estimates = QualityEstimator.from_checkpoint(qe).score(
-        TEXTS[:-1], [t["translation"] for t in translations[:-1]]
+        TEXTS[:-1], [t["text"] for t in translations[:-1]]
     )
     scored = [(t["qe"], estimate) for t, estimate in zip(translations, estimates) if estimate is not None]
     assert scored and all(qe == pytest.approx(estimate, rel=1e-5) for qe, estimate in scored)
     assert all("qe" not in t for t, estimate in zip(translations, estimates) if estimate is None)  # empty
     assert "qe" not in translations[-1]
     plain = client.post("/translate", json={"texts": TEXTS}).json()["translations"]
-    assert plain == [t["translation"] for t in translations]
+    assert plain == [t["text"] for t in translations]
 
 
 @pytest.mark.slow

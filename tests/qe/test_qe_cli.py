@@ -12,7 +12,7 @@ from commands import MIXED_LINES, error_line, run_module
 from tiny_models import save_tiny_checkpoint, tiny_model, tiny_tokenizer
 
 from seq2seq.model import build_encoder_only, model_size
-from seq2seq.qe.scorer import QualityEstimator
+from seq2seq.inference.quality import QualityEstimator
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from sacrebleu.metrics import CHRF
 from seq2seq import Translator, UserError
 from seq2seq.inference.text_input import clean_line, read_text_lines
 from seq2seq.qe.corpus import read_qe_corpus
-from seq2seq.qe.scorer import QualityEstimator
+from seq2seq.inference.quality import QualityEstimator
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from seq2seq.errors import UserError
 from seq2seq.qe.corpus import read_qe_corpus, write_qe_corpus
 from seq2seq.qe.correlation import pearson, ranks, spearman
 from seq2seq.qe.generate import Pass, pass_record, run_pass
-from seq2seq.qe.inputs import fit_pair
+from seq2seq.data.qe_pairs import fit_pair
 from seq2seq.qe.labels import sentence_labels
 
 HYPS = ["el perro ve al gato", "la casa", "", "un hombre ama el pan"]

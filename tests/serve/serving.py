@@ -44,7 +44,7 @@ class Server:
     ) -> None:  # fmt: skip
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        base = [f"checkpoint={checkpoint}", f"port={self.port}", "threads=1", "decode.max_len_a=0",
+        base = [f"checkpoint={checkpoint}", f"port={self.port}", "num_threads=1", "decode.max_len_a=0",
                 "decode.max_len_b=12"]  # fmt: skip
         keys = {override.split("=")[0] for override in overrides}
         arguments = [*(a for a in base if a.split("=")[0] not in keys), *overrides]  # overrides win

@@ -11,18 +11,18 @@ import pytest
 
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
+from seq2seq.inference.api import Prepared
 from seq2seq.inference.confidence import Translation
-from seq2seq.inference.translator import EncodedInput
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.requests import HTTPError
 
 OPTIONS = SearchOptions()
 
 
-def encode(*texts: str) -> EncodedInput:
+def encode(*texts: str) -> Prepared:
     """Texts as a request's model input: one piece per text, its characters' codes as the tokens."""
-    return EncodedInput(sources=[[ord(c) for c in text] for text in texts], owners=list(range(len(texts))),
-                        n_texts=len(texts))  # fmt: skip
+    return Prepared(sources=[[ord(c) for c in text] for text in texts], owners=list(range(len(texts))),
+                    n_texts=len(texts), options=OPTIONS, prefixes=[[] for _ in texts])  # fmt: skip
 
 
 class RecordingTranslator:
@@ -33,10 +33,8 @@ class RecordingTranslator:
         self.searches: list[list[str]] = []
         self.threads: set[str] = {threading.current_thread().name}
 
-    def search(
-        self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int, stop: object = None
-    ) -> list[str]:
-        texts = ["".join(map(chr, source)) for source in sources]
+    def search(self, prepared: Prepared, *, max_tokens: int, stop: object = None) -> list[str]:
+        texts = ["".join(map(chr, source)) for source in prepared.sources]
         self.searches.append(texts)
         self.threads.add(threading.current_thread().name)
         if any("poison" in text for text in texts):
@@ -45,15 +43,15 @@ class RecordingTranslator:
             raise RuntimeError("the model crashed")
         return [text.upper() for text in texts]
 
-    def join_pieces(self, encoded: EncodedInput, results: list[str]) -> list[list[tuple[str, float]]]:
-        return [[(result, 0.0)] for result in results]
+    def translations(self, prepared: Prepared, results: list[str]) -> list[list[Translation]]:
+        return [[Translation(result, 0.0)] for result in results]
 
 
 async def send_spaced(batcher: BatchingTranslator, count: int, gap_seconds: float) -> list:
     """`count` one-sentence requests, one every `gap_seconds`, all awaited together."""
     tasks = []
     for index in range(count):
-        tasks.append(asyncio.create_task(batcher.translate(encode(f"s{index}"), OPTIONS)))
+        tasks.append(asyncio.create_task(batcher.translate(encode(f"s{index}"))))
         await asyncio.sleep(gap_seconds)
     return await asyncio.gather(*tasks)
 
@@ -119,7 +117,7 @@ def test_a_failed_batch_is_retried_one_by_one_and_only_the_culprit_fails() -> No
     requests = [encode("a", "b"), encode("c", "poison"), encode("crash"), encode("d")]
 
     async def send() -> list:
-        tasks = [asyncio.create_task(batcher.translate(request, OPTIONS)) for request in requests]
+        tasks = [asyncio.create_task(batcher.translate(request)) for request in requests]
         return await asyncio.gather(*tasks, return_exceptions=True)
 
     try:
@@ -142,11 +140,11 @@ def test_a_full_queue_refuses_at_once_and_a_cancelled_request_is_never_searched(
     batcher = BatchingTranslator(lambda: translator, batch_wait_ms=400, max_batch_wait_ms=400, max_queue=2)
 
     async def send() -> tuple:
-        first = asyncio.create_task(batcher.translate(encode("first"), OPTIONS))
-        second = asyncio.create_task(batcher.translate(encode("second"), OPTIONS))
+        first = asyncio.create_task(batcher.translate(encode("first")))
+        second = asyncio.create_task(batcher.translate(encode("second")))
         await asyncio.sleep(0.1)  # both wait in the open batch
         with pytest.raises(HTTPError) as refused:
-            await batcher.translate(encode("third"), OPTIONS)
+            await batcher.translate(encode("third"))
         second.cancel()  # its client has gone: dropped before the search
         await asyncio.sleep(0)
         waiting = batcher.waiting
@@ -176,8 +174,8 @@ def test_a_dead_model_thread_answers_503_and_says_so() -> None:
     translator.search = search  # type: ignore[method-assign]
 
     async def send() -> list:
-        first = await asyncio.gather(batcher.translate(encode("a"), OPTIONS), return_exceptions=True)
-        later = await asyncio.gather(batcher.translate(encode("b"), OPTIONS), return_exceptions=True)
+        first = await asyncio.gather(batcher.translate(encode("a")), return_exceptions=True)
+        later = await asyncio.gather(batcher.translate(encode("b")), return_exceptions=True)
         return first + later
 
     answers = asyncio.run(asyncio.wait_for(send(), timeout=10))  # nothing hangs

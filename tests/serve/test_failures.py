@@ -17,7 +17,7 @@ from serving import free_port
 
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
-from seq2seq.inference.translator import EncodedInput
+from seq2seq.inference.api import Prepared, Translation, TranslationRequest
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics
@@ -33,34 +33,28 @@ class FlakyTranslator:
     UserError (the request's fault), "crash" a RuntimeError (the server's), "fatal" ends the thread."""
 
     options, step, max_input_tokens, languages = SearchOptions(beam_size=1), 0, 100, None
-    glossary = None  # a Translator without a glossary: a request without phrases encodes none
     engine = SimpleNamespace(name="stand-in")
 
-    def for_languages(self, *, src_lang: str | None = None, tgt_lang: str | None = None) -> FlakyTranslator:
-        return self  # a model without language codes serves every request as it is
+    def prepare(self, request: TranslationRequest, **labels: object) -> Prepared:
+        count = len(request.texts)
+        return Prepared(
+            sources=[[ord(c) for c in t.text] for t in request.texts],
+            owners=list(range(count)),
+            n_texts=count,
+            options=request.options or self.options,
+            prefixes=[[]] * count,
+        )
 
-    def check_languages(self) -> None:
-        pass
-
-    def target_prefixes(self, sources: list[list[int]]) -> None:
-        return None  # nothing forced
-
-    def encode(self, texts: list[str], *, markup: str | None = None) -> EncodedInput:
-        return EncodedInput(sources=[[ord(c) for c in t] for t in texts], owners=list(range(len(texts))),
-                            n_texts=len(texts))  # fmt: skip
-
-    def search(
-        self, sources: list[list[int]], options: SearchOptions, *, max_tokens: int, stop: object = None
-    ) -> list[str]:
-        texts = ["".join(map(chr, source)) for source in sources]
+    def search(self, prepared: Prepared, *, max_tokens: int, stop: object = None) -> list[str]:
+        texts = ["".join(map(chr, source)) for source in prepared.sources]
         for word, error in (("poison", UserError("poison cannot be translated")),
                             ("crash", RuntimeError("a kernel failed")), ("fatal", Fatal())):  # fmt: skip
             if any(word in text for text in texts):
                 raise error
         return [text.upper() for text in texts]
 
-    def join_pieces(self, encoded: EncodedInput, results: list[str]) -> list[list[tuple[str, float]]]:
-        return [[(result, 0.0)] for result in results]
+    def translations(self, prepared: Prepared, results: list[str]) -> list[list[Translation]]:
+        return [[Translation(result, 0.0)] for result in results]
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ def test_the_server_reads_the_checkpoint_once(start_server, checkpoint):
     assert opens_per_read >= 1
     server = start_server(command=[sys.executable, "-c", WATCH_OPENS, str(checkpoint), "seq2seq.cli.serve"])
     health = httpx.get(f"{server.url}/health").json()
-    assert (health["source_language"], health["target_language"]) == ("en", "xx")
+    assert (health["src_lang"], health["tgt_lang"]) == ("en", "xx") == (health["source_language"], health["target_language"])
     assert server.stop() == 0
     assert server.output().count("CHECKPOINT OPENED") == opens_per_read
 

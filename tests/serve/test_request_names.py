@@ -45,8 +45,8 @@ def test_nbest_answers_are_lists_of_records():
     ranked = [[Translation("a", -1.0), Translation("b", -2.123456)], [Translation("", 0.0)]]
     answer = _translations(ranked, nbest=2, confidence=False)
     assert answer["translations"] == [
-        [{"translation": "a", "score": -1.0}, {"translation": "b", "score": -2.1235}],
-        [{"translation": "", "score": 0.0}],
+        [{"text": "a", "score": -1.0, "translation": "a"}, {"text": "b", "score": -2.1235, "translation": "b"}],
+        [{"text": "", "score": 0.0, "translation": ""}],  # "translation": the old name of "text", one release
     ]
     assert answer["scores"] == [[-1.0, -2.1235], [0.0]]  # deprecated, kept for one release
     assert _translations(ranked, nbest=1, confidence=False) == {"translations": ["a", ""]}

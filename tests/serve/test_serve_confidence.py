@@ -45,10 +45,10 @@ def test_each_translation_carries_its_confidence(client, translator):
     expected = translator.translate(TEXTS, confidence=True)
     translations = answer.json()["translations"]
     assert translations == [t.to_json() for t in expected]
-    assert list(translations[0]) == ["translation", "confidence", "mean_log_prob", "tokens", "token_probs"]
+    assert list(translations[0]) == ["text", "confidence", "mean_log_prob", "tokens", "token_probs", "translation"]
     assert translations[0]["tokens"][-1] == "</s>" and 0 < translations[0]["confidence"] <= 1
-    assert translations[-1] == {"translation": "", "confidence": None, "mean_log_prob": None, "tokens": [],
-                                "token_probs": []}  # fmt: skip
+    assert translations[-1] == {"text": "", "confidence": None, "mean_log_prob": None, "tokens": [],
+                                "token_probs": [], "translation": ""}  # fmt: skip
     plain = client.post("/translate", json={"texts": TEXTS, "confidence": False}).json()
     assert plain["translations"] == [t.text for t in expected]  # false: the plain strings, as before
     assert client.post("/translate", json={"texts": TEXTS}).json()["translations"] == plain["translations"]
@@ -83,8 +83,8 @@ def together(checkpoint: Path, requests: list[tuple[list[str], bool]]) -> tuple[
     )
 
     async def send() -> list:
-        encode, options = batcher.translator.encode, batcher.translator.options
-        work = [batcher.translate(encode(texts), options, confidence=asked) for texts, asked in requests]
+        encode = batcher.translator.encode
+        work = [batcher.translate(encode(texts, confidence=asked)) for texts, asked in requests]
         return await asyncio.gather(*work)
 
     try:

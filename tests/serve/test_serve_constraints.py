@@ -108,13 +108,10 @@ def test_requests_with_and_without_constraints_share_a_batch_and_get_their_own_a
         max_batch_wait_ms=400,
     )
     own = batcher.translator
-    encoded = own.encode(TEXTS[:2])
-    wanted, _ = own.encode_constraints(TEXTS[:2], encoded, constraints=CONSTRAINTS[:2])
-
     async def both():
         return await asyncio.gather(
-            batcher.translate(encoded, own.options, constraints=wanted),
-            batcher.translate(encoded, own.options),
+            batcher.translate(own.encode(TEXTS[:2], constraints=CONSTRAINTS[:2])),
+            batcher.translate(own.encode(TEXTS[:2])),
         )
 
     try:
@@ -189,11 +186,10 @@ def test_a_failure_the_constraints_cause_names_their_sentence(checkpoint):
     )
     own = batcher.translator
     texts = TEXTS[:2]
-    encoded = own.encode(texts)
-    wanted, _ = own.encode_constraints(texts, encoded, constraints=[[], ["god"]])
+    prepared = own.encode(texts, constraints=[[], ["god"]])
     try:
         with pytest.raises(HTTPError) as failed:
-            asyncio.run(batcher.translate(encoded, own.options, constraints=wanted))
+            asyncio.run(batcher.translate(prepared))
     finally:
         batcher.close()
     assert failed.value.status == 422

@@ -55,7 +55,7 @@ def test_answers_equal_the_translator(served) -> None:
     assert len({tuple(scores) for scores in nbest["scores"]}) == len(TEXTS)  # every text its own answer
     health = client.get("/health").json()
     assert (health["status"], health["engine"], health["step"]) == ("ok", "torch", 5)
-    assert (health["source_language"], health["target_language"]) == ("en", "xx")
+    assert (health["src_lang"], health["tgt_lang"]) == ("en", "xx") == (health["source_language"], health["target_language"])
 
 
 @pytest.mark.slow

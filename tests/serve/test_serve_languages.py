@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from multilingual_model import OPTIONS, multilingual_checkpoint
+from multilingual_model import OPTIONS, module_fixtures, multilingual_checkpoint
 
 from seq2seq import Translator
 from seq2seq.serve.app import create_app
@@ -24,15 +24,7 @@ from seq2seq.serve.requests import Limits
 TEXTS = ["in the beginning god created heaven", "the night was good", "water and land"]
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Imported with source "en" and target "es"."""
-    return multilingual_checkpoint(tmp_path_factory.mktemp("model") / "model.pt")
-
-
-@pytest.fixture(scope="module")
-def translator(checkpoint: Path) -> Translator:
-    return Translator.from_checkpoint(checkpoint, options=OPTIONS)
+checkpoint, translator = module_fixtures()  # imported with source "en" and target "es"
 
 
 def serve(path: Path, **batching: float) -> TestClient:
@@ -92,7 +84,7 @@ def test_languages_that_arrive_together_share_a_batch_and_answer_as_alone(client
     first, second = (r.json()["translations"] for r in responses[:2])
     assert first == [t.text for t in translator.translate(TEXTS[:2], tgt_lang="fr")]
     nbest = translator.translate(TEXTS[1:], tgt_lang="en", nbest=2)
-    assert [[record["translation"] for record in ranked] for ranked in second] == [
+    assert [[record["text"] for record in ranked] for ranked in second] == [
         [t.text for t in best.nbest] for best in nbest
     ]
 

@@ -91,8 +91,8 @@ def test_a_search_shared_with_a_request_that_still_waits_runs_to_its_end(checkpo
     own = batcher.translator
 
     async def one_leaves() -> Any:
-        leaving = asyncio.create_task(batcher.translate(own.encode(TEXTS[:1]), own.options))
-        staying = asyncio.create_task(batcher.translate(own.encode(TEXTS[1:]), own.options))
+        leaving = asyncio.create_task(batcher.translate(own.encode(TEXTS[:1])))
+        staying = asyncio.create_task(batcher.translate(own.encode(TEXTS[1:])))
         while not steps.counts or steps.counts[-1] < 5:  # the shared search has started
             await asyncio.sleep(0.01)
         leaving.cancel()  # its client has gone, as after a 504

@@ -84,7 +84,7 @@ def test_each_rank_sets_its_gpu_before_the_first_collective(monkeypatch) -> None
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: calls.append(("set_device", device)))
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
     monkeypatch.setattr(dist, "init_process_group", lambda backend: calls.append(("init", backend)))
-    from seq2seq.cli.config.setting_checks import pick_device
+    from seq2seq.devices import pick_device
 
     for setting in ("auto", "cuda"):
         calls.clear()
@@ -98,7 +98,7 @@ def test_each_rank_sets_its_gpu_before_the_first_collective(monkeypatch) -> None
 def _nccl_rank(rank: int, port: int) -> None:
     os.environ.update(WORLD_SIZE="2", RANK=str(rank), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))  # fmt: skip
-    from seq2seq.cli.config.setting_checks import pick_device
+    from seq2seq.devices import pick_device
 
     device = pick_device("cuda", local_rank=distributed.local_rank())
     distributed.initialize(device)

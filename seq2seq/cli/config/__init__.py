@@ -2,6 +2,8 @@
 the adapters from a composed config to the typed arguments of the package (no library logic here).
 
 launch.py         what every entry point does first: find the config tree, print a UserError as one line
+paths.py          path settings: relative to where the command ran, or - for stdin / stdout
+command_settings.py  every command's settings: each name's one meaning, each command's keys, the renamed keys
 schemas.py        typed schemas that check config values when Hydra composes them
 renamed_keys.py   renamed keys: an old key accepted for one release with a warning, or a one-line error
 resolvers.py      config resolvers for sweeps: threads per parallel job, the Optuna study's storage and seed
@@ -15,4 +17,5 @@ finetuning.py     seq2seq-train init_from=: the run's config made to agree with 
 guided_alignment.py  guided alignment's settings, checked and completed before a run starts
 hydra_records.py  a training run's .hydra/ records, written once its run directory is locked
 translator_config.py   a command's config -> a Translator: translate, serve, backtranslate, distill, qe-data
+corpus_settings.py  seq2seq-backtranslate's and seq2seq-distill's config -> their typed settings
 """

@@ -17,8 +17,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from seq2seq.data.mixing import CorpusSpec
 from seq2seq.data.noise import NoiseSettings
 from seq2seq.data.pipeline import FilterSettings, TrainingData, prepare_training_data
-from seq2seq.data.tokenizer import is_language_token, language_token
 from seq2seq.data.renamed_settings import FILTER_KEYS, TRANSFORM_TARGETS, current_filter
+from seq2seq.data.tokenizer import is_language_token, language_token
 from seq2seq.data.vocabulary import GivenTokenizers, TokenizerSettings
 from seq2seq.errors import UserError, deprecation_message
 

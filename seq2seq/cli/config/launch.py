@@ -1,4 +1,5 @@
-"""What every entry point does first: find the config tree, and print a UserError as one line (exit 2)."""
+"""What every entry point does first: find the config tree, and print a UserError as one line (exit 2);
+and the one way a Hydra command's `main` is made (`command_main`)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from seq2seq.cli.config.renamed_keys import accept_deprecated_keys, deprecated_keys, refuse_renamed_keys
 from seq2seq.errors import UserError
 
 if TYPE_CHECKING:
-    pass
+    from omegaconf import DictConfig
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("seq2seq")
@@ -67,3 +69,20 @@ def exit_on_user_error(fn: F) -> F:
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def command_main(
+    run: Callable[[DictConfig], Any], *, command: str, config_name: str, refused: dict[str, str] | None = None
+) -> Callable[[], Any]:
+    """The console script of a Hydra command: `run` on the config Hydra composes from configs/<config_name>
+    .yaml and the command line, after the command's renamed keys (seq2seq.cli.config.command_settings) are
+    taken under their new names with a warning, and the keys in `refused` (old -> new) refused."""
+    import hydra
+
+    def main(cfg: DictConfig) -> Any:
+        return run(cfg)
+
+    main.__module__, main.__doc__ = run.__module__, run.__doc__  # Hydra names the job after the module
+    composed = hydra.main(version_base="1.3", config_path=config_dir(), config_name=config_name)(main)
+    accepting = accept_deprecated_keys(deprecated_keys(command))(composed)
+    return refuse_renamed_keys(refused)(accepting) if refused else accepting

@@ -1,37 +1,16 @@
-"""Checks of the settings entry points share: the device, the progress bar, finite numbers."""
+"""Checks of the settings entry points share: the device, the progress bar, the log level, finite numbers."""
 
 from __future__ import annotations
 
 import logging
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from seq2seq.errors import UserError
 
-if TYPE_CHECKING:
-    import torch
-
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("seq2seq")
-
-
-def pick_device(name: str, *, setting: str = "device", local_rank: int = 0) -> torch.device:
-    """The device a CLI setting names. `auto`: this process's GPU when CUDA is available, else the CPU;
-    `cuda` without an index: the GPU of this process's local rank (torchrun), so ranks never share GPU 0."""
-    import torch  # here, so that commands without a model (seq2seq-score) start fast
-
-    if name == "auto":
-        return torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"{setting}={name!r} is not a device; use auto, cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"{setting}={name} but no CUDA device is available; use {setting}=cpu")
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", local_rank)
-    return device
 
 
 def progress_bar_setting(value: Any, *, setting: str = "progress_bar") -> bool | None:
@@ -44,6 +23,18 @@ def progress_bar_setting(value: Any, *, setting: str = "progress_bar") -> bool |
     if text in ("false", "0", "no", "off", "none", "null"):
         return False
     raise UserError(f"{setting}={value!r} is not a progress-bar setting; use auto, true or false")
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")  # the one verbosity setting's values, in every command
+
+
+def log_level_setting(value: Any, *, setting: str = "log_level") -> int:
+    """The logging level `log_level` names: one name and one set of values for every command's verbosity
+    (quiet=true was log_level=warning)."""
+    text = str(value).strip().lower()
+    if text not in LOG_LEVELS:
+        raise UserError(f"{setting}={value!r} is not a log level; use {', '.join(LOG_LEVELS)}")
+    return int(getattr(logging, text.upper()))
 
 
 def number_setting(

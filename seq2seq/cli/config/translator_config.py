@@ -2,7 +2,8 @@
 seq2seq-serve, seq2seq-backtranslate, seq2seq-qe-data): the same key means the same thing in each.
 
 A key that a command's config does not have (seq2seq-backtranslate has no glossary, seq2seq-qe-data no
-engine) takes the Translator's own default, so that a key added to one command needs no change here.
+engine), or leaves null, takes Translator.from_checkpoint's default: the one home of every default (the
+YAML files repeat them, and tests/cli/test_command_settings.py checks that they agree).
 The language codes of a multilingual model are the exception: seq2seq-backtranslate's src_lang and
 tgt_lang name its corpus files, so a command passes the codes itself (`src_lang=`, `tgt_lang=`).
 """
@@ -17,13 +18,16 @@ import hydra
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from seq2seq.cli.config.setting_checks import pick_device
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.rerank import rerank_setting
 from seq2seq.inference.translator import Translator
-from seq2seq.qe.scorer import QualityEstimator
+
+# The keys passed on as they are, and the paths made absolute first (Translator.from_checkpoint's keywords).
+SCALAR_KEYS = ("engine", "device", "precision", "quantization", "compile", "max_input_tokens", "long_lines",
+               "rerank", "markup")  # fmt: skip
+PATH_KEYS = ("shortlist", "glossary", "qe_checkpoint")
 
 
 def translator_from_config(
@@ -43,30 +47,23 @@ def translator_from_config(
     The keyword arguments stand in for keys a caller has already read or checked: `checkpoint` (a
     pass's own), `device`, `options` (else the `decode` group), `max_input_tokens`, a loaded `glossary`;
     `src_lang` / `tgt_lang`: the language codes of a multilingual model (None: those it recorded)."""
-    device = device if device is not None else pick_device(str(cfg.get("device", "auto")))
+    given: dict[str, Any] = {key: cfg[key] for key in SCALAR_KEYS if cfg.get(key) is not None}
+    given.update({key: _path_or_none(cfg.get(key)) for key in PATH_KEYS if cfg.get(key) is not None})
+    if device is not None:
+        given["device"] = device
     if options is None and cfg.get("decode") is not None:
         options = OmegaConf.to_container(cfg.decode)  # keys left null: the model's own tuned values
-    weight = rerank_weight(cfg)  # checked before any model loads
+    if max_input_tokens is not None:
+        given["max_input_tokens"] = max_input_tokens
+    if glossary is not None:
+        given["glossary"] = glossary
+    if cfg.get("placeholders") is not None:
+        given["placeholders"] = placeholder_patterns(cfg.placeholders)
+    given["rerank_weight"] = rerank_weight(cfg)  # None without rerank=qe; checked before any model loads
     return Translator.from_checkpoint(
-        checkpoint if checkpoint is not None else checkpoint_paths(cfg.checkpoint),
-        device=device,
-        engine=str(cfg.get("engine", "auto")),
-        precision=str(cfg.get("precision", "fp32")),
-        quantization=str(cfg.get("quantization", "none")),
-        compile=cfg.get("compile", "auto"),
-        shortlist=_path_or_none(cfg.get("shortlist")),
-        options=options,
-        max_input_tokens=max_input_tokens if max_input_tokens is not None else cfg.get("max_input_tokens"),
-        long_lines=str(cfg.get("long_lines", "truncate")),
-        glossary=glossary if glossary is not None else _path_or_none(cfg.get("glossary")),
-        qe_checkpoint=quality_model(cfg, device),
-        rerank=cfg.get("rerank"),
-        rerank_weight=weight,
-        src_lang=_code_or_none(src_lang),
-        tgt_lang=_code_or_none(tgt_lang),
-        markup=cfg.get("markup", "auto"),
-        placeholders=placeholder_patterns(cfg.get("placeholders")),
-    )
+        checkpoint if checkpoint is not None else checkpoint_paths(cfg.checkpoint), options=options,
+        src_lang=_code_or_none(src_lang), tgt_lang=_code_or_none(tgt_lang), **given,
+    )  # fmt: skip
 
 
 def placeholder_patterns(setting: Any) -> list[str] | None:
@@ -83,14 +80,6 @@ def checkpoint_paths(setting: Any) -> list[str]:
     """checkpoint=PATH, or checkpoint=[a.pt,b.pt] for an ensemble, as absolute paths."""
     values = list(setting) if OmegaConf.is_list(setting) else [setting]
     return [hydra.utils.to_absolute_path(str(value)) for value in values]
-
-
-def quality_model(cfg: DictConfig, device: torch.device) -> QualityEstimator | None:
-    """The QE model of qe_checkpoint= (None when not set): it scores every translation."""
-    if not cfg.get("qe_checkpoint"):
-        return None
-    path = hydra.utils.to_absolute_path(str(cfg.qe_checkpoint))
-    return QualityEstimator.from_checkpoint(path, device=device, precision=str(cfg.get("precision", "fp32")))
 
 
 def rerank_weight(cfg: DictConfig) -> float | None:

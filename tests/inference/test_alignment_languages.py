@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 from multilingual_model import OPTIONS, multilingual_checkpoint
 
-from seq2seq.cli.attention_output import language_codes
 from seq2seq.inference.alignment import argmax_links
+from seq2seq.inference.attention_output import language_codes
 from seq2seq.inference.translator import Translator
 
 

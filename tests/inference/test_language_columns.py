@@ -1,21 +1,25 @@
-"""seq2seq-translate's language_columns: each input line names its languages, and is translated as a call
-with those languages translates it, lines of all languages searched together."""
+"""A language per text: seq2seq-translate's language_columns (each input line names its languages) and
+Translator.translate's per-text src_lang / tgt_lang run the one pipeline: each text is translated as a
+call with its languages translates it, texts of all languages searched together."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from multilingual_model import OPTIONS, own_multilingual_checkpoint, tagged_sentences
-from omegaconf import OmegaConf
 
-from seq2seq.cli.language_columns import encode_per_language, language_columns_setting, split_language_columns
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
+from seq2seq.inference.language_columns import checked_columns, split_language_columns
 from seq2seq.inference.translator import Translator
 
 SEARCH = SearchOptions(beam_size=3, **OPTIONS)
-LINES = ["en\tes\tthe man sees the dog", "", "es\tfr\tel perro ve", "en\tfr\tthe dog sees the man", "en\tes\tgood"]
+LINES = [
+    "en\tes\tthe man sees the dog",
+    "",
+    "es\tfr\tel perro ve",
+    "en\tfr\tthe dog sees the man",
+    "en\tes\tgood",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +28,15 @@ def translator(tmp_path_factory: pytest.TempPathFactory) -> Translator:
     return Translator.from_checkpoint(checkpoint, options=SEARCH)
 
 
-def settings(**values: object) -> OmegaConf:
-    base = {"language_columns": [], "src_lang": None, "tgt_lang": None, "prefixes": None, "constraints": None,
-            "glossary": None, "avoid": None}  # fmt: skip
-    return OmegaConf.create({**base, **values})
+def per_text(languages: list[tuple[str | None, str | None]]) -> dict[str, list[str | None]]:
+    return {"src_lang": [src for src, _ in languages], "tgt_lang": [tgt for _, tgt in languages]}
 
 
 def test_mixed_lines_translate_as_one_language_calls(translator: Translator) -> None:
-    texts, languages = split_language_columns(LINES, ["src_lang", "tgt_lang"], settings())
+    texts, languages = split_language_columns(LINES, ["src_lang", "tgt_lang"])
     assert texts[1] == "" and languages[2] == ("es", "fr")
-    encoded, prefixes = encode_per_language(translator, texts, languages)
-    found = translator.search(encoded.sources, prefixes=prefixes, max_tokens=64)  # small batches: mixed
-    mixed = {encoded.owners[piece]: translator.tgt_tokenizer.decode(nbest[0].tokens) if nbest else ""
-             for piece, nbest in enumerate(found)}  # fmt: skip
+    found = translator.translate(texts, max_tokens=64, **per_text(languages))  # small batches: mixed
+    mixed = dict(enumerate(t.text for t in found))
     for index, (text, (src_lang, tgt_lang)) in enumerate(zip(texts, languages)):
         if not text:
             assert mixed[index] == ""
@@ -54,16 +54,14 @@ def test_markup_goes_where_a_call_for_the_line_languages_puts_it(translator: Tra
     # their tags elsewhere when it was aligned as a word)
     texts = tagged_sentences(40)
     languages = [[("en", "es"), ("es", "fr")][index % 2] for index in range(len(texts))]
-    encoded, prefixes = encode_per_language(translator, texts, languages)
-    found = translator.search(encoded.sources, prefixes=prefixes, max_tokens=64)
-    mixed = [ranked[0].text for ranked in translator.translations(encoded, found, confidence=False)]
+    mixed = [t.text for t in translator.translate(texts, max_tokens=64, **per_text(languages))]
     alone = [translator.translate([text], src_lang=src, tgt_lang=tgt)[0].text
              for text, (src, tgt) in zip(texts, languages)]  # fmt: skip
     assert mixed == alone
 
 
 def test_a_target_column_takes_the_source_language_from_the_call(translator: Translator) -> None:
-    texts, languages = split_language_columns(["es\tgood", "fr\tgood"], ["tgt_lang"], settings(src_lang="en"))
+    texts, languages = split_language_columns(["es\tgood", "fr\tgood"], ["tgt_lang"], src_lang="en")
     assert texts == ["good", "good"] and languages == [("en", "es"), ("en", "fr")]
 
 
@@ -76,14 +74,14 @@ def test_a_target_column_takes_the_source_language_from_the_call(translator: Tra
 )
 def test_lines_without_their_columns_are_one_line_errors(line: str, message: str) -> None:
     with pytest.raises(UserError) as error:
-        split_language_columns([line], ["src_lang", "tgt_lang"], settings())
+        split_language_columns([line], ["src_lang", "tgt_lang"])
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
 def test_an_unknown_language_names_its_line_and_the_models_codes(translator: Translator) -> None:
-    texts, languages = split_language_columns(["en\tes\tgood", "en\tde\tgood"], ["src_lang", "tgt_lang"], settings())
+    texts, languages = split_language_columns(["en\tes\tgood", "en\tde\tgood"], ["src_lang", "tgt_lang"])
     with pytest.raises(UserError) as error:
-        encode_per_language(translator, texts, languages)
+        translator.translate(texts, **per_text(languages))
     assert str(error.value).startswith("input line 2 (en -> de): ") and "en, es, fr" in str(error.value)
 
 
@@ -92,10 +90,24 @@ def test_an_unknown_language_names_its_line_and_the_models_codes(translator: Tra
     [
         ({"language_columns": ["lang"]}, "must be [tgt_lang] or [src_lang,tgt_lang]"),
         ({"language_columns": ["tgt_lang"], "tgt_lang": "es"}, "both choose tgt_lang"),
-        ({"language_columns": ["tgt_lang"], "constraints": "terms.tsv"}, "constraints= does not combine"),
+        ({"language_columns": ["tgt_lang"], "glossary": True}, "glossary= does not combine"),
     ],
 )
 def test_contradicting_settings_are_refused(values: dict, message: str) -> None:
+    given = {"src_lang": None, "tgt_lang": None, "glossary": False, **values}
     with pytest.raises(UserError, match=None) as error:
-        language_columns_setting(settings(**values))
+        checked_columns(given.pop("language_columns"), **given)
     assert message in str(error.value)
+
+
+def test_prefixes_and_constraints_combine_with_a_language_per_text(translator: Translator) -> None:
+    texts = ["the man sees the dog", "the dog sees the man", "good"]
+    languages = [("en", "es"), ("en", "fr"), ("en", "es")]
+    prefixes, constraints = ["", "the", ""], [[], [], ["good"]]
+    mixed = translator.translate(texts, prefixes=prefixes, constraints=constraints, **per_text(languages))
+    for index, (src, tgt) in enumerate(languages):
+        (alone,) = translator.translate(
+            [texts[index]], prefixes=[prefixes[index]], constraints=[constraints[index]], src_lang=src, tgt_lang=tgt
+        )
+        assert mixed[index].text == alone.text
+        assert mixed[index].score == pytest.approx(alone.score, abs=1e-4)

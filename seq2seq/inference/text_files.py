@@ -1,13 +1,11 @@
-"""A command's text in and out, one line per line: a file named relative to where the command was run,
-or - for stdin / stdout (a whole file as bytes for format= other than text). Shared by seq2seq-translate
-and seq2seq-qe."""
+"""Text in and out, one line per line: a file, or - for stdin / stdout (a whole file as bytes for a
+document format). What seq2seq-translate and seq2seq-qe read and write; a relative path is relative to
+the working directory (the commands pass absolute ones)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-
-import hydra
 
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_output
@@ -16,15 +14,9 @@ from seq2seq.inference.text_input import read_text_lines
 
 def read_lines(source: str, encoding_errors: str) -> list[str]:
     """The lines of `source` (- for stdin); invalid UTF-8 follows `encoding_errors` (strict | replace)."""
-    path = source if source == "-" else hydra.utils.to_absolute_path(source)
     return read_text_lines(
-        path, encoding_errors=encoding_errors, fix="fix the file or pass encoding_errors=replace"
+        source, encoding_errors=encoding_errors, fix="fix the file or pass encoding_errors=replace"
     )
-
-
-def output_path(target: str) -> str:
-    """output=FILE as an absolute path (Hydra may run a command elsewhere), or - for stdout."""
-    return target if target == "-" else hydra.utils.to_absolute_path(target)
 
 
 def write_lines(target: str, lines: list[str]) -> None:
@@ -42,7 +34,7 @@ def read_bytes(source: str) -> bytes:
     """The bytes of `source` (- for stdin); a missing file is a UserError naming it."""
     if source == "-":
         return sys.stdin.buffer.read()
-    path = Path(hydra.utils.to_absolute_path(source))
+    path = Path(source)
     if not path.is_file():
         raise UserError(f"input={source}: no such file; pass an existing file or - for stdin")
     return path.read_bytes()
@@ -56,3 +48,6 @@ def write_bytes(target: str, data: bytes) -> None:
         return
     with atomic_output(Path(target)) as stream:
         stream.write(data)
+
+
+__all__ = ["read_bytes", "read_lines", "write_bytes", "write_lines"]

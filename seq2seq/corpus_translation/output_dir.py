@@ -1,5 +1,5 @@
-"""The output directory of a command that builds a corpus by translating a file in chunks
-(seq2seq-backtranslate, seq2seq-distill): one run's settings, its finished chunks, its corpus.
+"""The output directory of a run that builds a corpus by translating a file in chunks (back-translation,
+distillation): one run's settings, its finished chunks, its corpus.
 
     output_dir/<command>.json            the settings fingerprint of the run the directory holds
     output_dir/chunks/000000.<suffix>    chunk 0's lines of each file: the source side, the target side
@@ -73,6 +73,7 @@ class Layout:
 
 
 BACKTRANSLATION = Layout(command="backtranslate", prefix="bt", run="back-translation")
+DISTILLATION = Layout(command="distill", prefix="distill", run="distillation")
 
 
 class OutputDir:
@@ -239,4 +240,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 20 else text[:8] + "..." + text[-8:]
 
 
-__all__ = ["BACKTRANSLATION", "ChunkStats", "Layout", "OutputDir", "claim", "holding", "save_chunk"]
+__all__ = [
+    "BACKTRANSLATION",
+    "DISTILLATION",
+    "REPORT_FILE",
+    "ChunkStats",
+    "Layout",
+    "OutputDir",
+    "claim",
+    "holding",
+    "save_chunk",
+]

@@ -1,4 +1,5 @@
-"""QualityEstimator: a trained encoder-only checkpoint that scores (source, translation) pairs.
+"""QualityEstimator: a trained encoder-only checkpoint (seq2seq-qe-train) that scores (source,
+translation) pairs: a Translator's qe_checkpoint, and seq2seq-qe's model.
 
     from seq2seq.qe import QualityEstimator
 
@@ -17,14 +18,15 @@ from pathlib import Path
 
 import torch
 
+from seq2seq.data.qe_pairs import EncodedPairs, encode_pairs, pad_rows
 from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.search import length_sorted_batches
+from seq2seq.devices import pick_device
 from seq2seq.errors import UserError
 from seq2seq.inference.loading import load_for_inference
 from seq2seq.model.encoder_only import EncoderOnly
 from seq2seq.model.families import ENCODER_ONLY
-from seq2seq.precision import autocast, check_precision
-from seq2seq.qe.inputs import EncodedPairs, encode_pairs, pad_rows
+from seq2seq.precision import autocast, check_precision, resolve_precision
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +54,13 @@ class QualityEstimator:
 
     @classmethod
     def from_checkpoint(
-        cls, path: str | Path, *, device: str | torch.device = "cpu", precision: str = "fp32"
+        cls, path: str | Path, *, device: str | torch.device = "auto", precision: str = "fp32"
     ) -> QualityEstimator:
-        """A checkpoint written by seq2seq-qe-train (an encoder-only model); any other is a one-line error."""
+        """A checkpoint written by seq2seq-qe-train (an encoder-only model); any other is a one-line error.
+        `device`: auto (a GPU when CUDA has one, else the CPU) | cpu | cuda | cuda:N, as everywhere."""
         check_precision(precision)
+        device = device if isinstance(device, torch.device) else pick_device(str(device))
+        precision = resolve_precision(precision, device, key="precision")
         path = Path(path)
         if not path.is_file():
             raise UserError(f"QE checkpoint {path} does not exist; train one with seq2seq-qe-train")

@@ -1,0 +1,260 @@
+"""A request as the search takes it: each text cleaned, its markup taken out, encoded by its own
+languages' tokenizer and split into pieces of at most max_input_tokens; per piece, the target tokens
+forced first and the phrases it must contain; the avoided phrases.
+
+Input policy: an empty or whitespace-only text gives one empty piece (translated as ""); control
+characters are removed and spaces squeezed (`clean_line`); a text longer than `max_input_tokens` is
+truncated (the count is logged), split into pieces translated separately and joined
+(`long_lines="split"`), or refused (`long_lines="error"`, `TooLong`). A multilingual model's source
+language code starts every piece and counts in its tokens; its target language code is forced first on
+every piece, then a text's prefix on its first piece. A text's phrases (its own, then the glossary's
+terms found in it) go on its first piece.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from seq2seq.data.tokenizer_formats import TextTokenizer
+from seq2seq.decode.options import SearchOptions
+from seq2seq.errors import UserError
+from seq2seq.inference.constraint_input import encode_avoid, encode_constraints, on_pieces
+from seq2seq.inference.languages import prefix_of
+from seq2seq.inference.markup import Marked
+from seq2seq.inference.markup_text import markup_setting, take_out
+from seq2seq.inference.request import TextRequest, TranslationRequest
+from seq2seq.inference.text_input import clean_line
+from seq2seq.inference.translation_setup import TranslationSetup
+
+log = logging.getLogger(__name__)
+Label = Callable[[int], str]  # names the text of an index (from 0) in errors
+
+
+class TooLong(UserError):
+    """A text over max_input_tokens under long_lines=error; `index`: the text, `tokens`: its length."""
+
+    def __init__(self, message: str, *, index: int, tokens: int) -> None:
+        super().__init__(message)
+        self.index, self.tokens = index, tokens
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Texts as the model reads them: one or more pieces per text (more with long_lines="split")."""
+
+    sources: list[list[int]]  # token ids ending in eos per piece; [] for an empty text
+    owners: list[int]  # the index of the text each piece belongs to
+    n_texts: int
+    options: SearchOptions
+    prefixes: list[list[int]]  # per piece, the target tokens its search forces first ([]: none)
+    constraints: list[list[list[int]]] | None = None  # per piece, target phrases (None: unconstrained)
+    avoid: tuple[tuple[int, ...], ...] = ()  # target phrases no translation may contain
+    marked: list[Marked | None] | None = None  # per text, its markup (None: plain); None: no text has any
+    confidence: bool = False  # the search gives per-token log-probabilities; Translations their confidence
+
+    def plain(self, texts: Sequence[str]) -> list[str]:
+        """`texts` as the model read them: a text with markup as its plain text."""
+        if self.marked is None:
+            return list(texts)
+        return [text if found is None else found.plain for text, found in zip(texts, self.marked)]
+
+    @property
+    def tokens(self) -> int:
+        return sum(len(source) for source in self.sources)
+
+    def given(self) -> list[bool]:
+        """Per text, whether it had anything to translate (an empty or blank one has no tokens)."""
+        found = [False] * self.n_texts
+        for owner, source in zip(self.owners, self.sources):
+            found[owner] = found[owner] or bool(source)
+        return found
+
+
+def prepare(
+    translator: TranslationSetup,
+    request: TranslationRequest,
+    *,
+    label: Label = lambda index: f"input line {index + 1}",
+    constraint_label: Label = lambda index: f"constraints line {index + 1}",
+) -> Prepared:
+    """The request's texts as the search takes them (module docstring). Texts are grouped by their
+    languages, each group encoded by its languages' Translator (Translator.for_languages); a language
+    the model lacks, or a long text under long_lines=error, is a one-line UserError naming the text
+    (`label`; a constraint's: `constraint_label`)."""
+    options = request.options or translator.options
+    mode = translator.markup if request.markup is None else markup_setting(request.markup)
+    texts = [text.text for text in request.texts]
+    marked = take_out(texts, mode, translator.markup_pattern)
+    plain = [text if found is None else found.plain for text, found in zip(texts, marked)]
+    groups = _language_groups(translator, request.texts, label)
+    pieces: list[list[list[int]]] = [[] for _ in texts]  # per text, its pieces' sources
+    forced: list[list[list[int]]] = [[] for _ in texts]  # per text, its pieces' forced prefixes
+    truncated = 0
+    for members, chosen in groups:
+        for index in members:
+            pieces[index], cut = encode_text(chosen, plain[index], index, label)
+            forced[index] = _forced(chosen.tgt_tokenizer, request.texts[index], len(pieces[index]))
+            truncated += cut
+    if truncated:
+        log.warning("%d line(s) longer than %d tokens were truncated (long_lines=truncate)", truncated,
+                    translator.max_input_tokens)  # fmt: skip
+    banned = encode_avoid(request.avoid, translator.tgt_tokenizer)
+    owners = [index for index, found in enumerate(pieces) for _ in found]
+    phrases = None
+    if request.constrained or translator.glossary is not None:
+        per_text = _text_phrases(groups, request, plain, options, banned, constraint_label)
+        phrases = on_pieces(per_text, owners)
+    return Prepared(
+        sources=[piece for found in pieces for piece in found], owners=owners, n_texts=len(texts),
+        options=options, prefixes=[prefix for found in forced for prefix in found], constraints=phrases,
+        avoid=tuple(tuple(tokens) for tokens in banned),
+        marked=marked if any(found is not None for found in marked) else None, confidence=request.confidence,
+    )  # fmt: skip
+
+
+def _language_groups(
+    translator: TranslationSetup, texts: Sequence[TextRequest], label: Label
+) -> list[tuple[list[int], TranslationSetup]]:
+    """The texts grouped by their languages, each group with its languages' Translator, checked (a
+    multilingual model needs both languages chosen); the blank texts, which are not searched, in a
+    group of their own with `translator`. An error names the group's first text when the texts have
+    several languages."""
+    groups: dict[tuple[str | None, str | None], list[int]] = {}
+    blank = []
+    for index, text in enumerate(texts):
+        if text.text.strip():
+            groups.setdefault((text.src_lang, text.tgt_lang), []).append(index)
+        else:
+            blank.append(index)
+    chosen = [(blank, translator)] if blank else []
+    for (src_lang, tgt_lang), members in groups.items():
+        try:
+            languages = translator.for_languages(src_lang=src_lang, tgt_lang=tgt_lang)
+            languages.check_languages()
+        except UserError as error:
+            if len(groups) == 1:
+                raise
+            raise UserError(f"{label(members[0])} ({src_lang or 'default'} -> {tgt_lang or 'default'}): "
+                            f"{error}") from None  # fmt: skip
+        chosen.append((members, languages))
+    return chosen
+
+
+def _text_phrases(
+    groups: list[tuple[list[int], TranslationSetup]], request: TranslationRequest, plain: Sequence[str],
+    options: SearchOptions, banned: list[list[int]], label: Label,
+) -> list[list[list[int]]]:  # fmt: skip
+    """Per text, its phrases as target tokens: its own, then the glossary's terms found in its plain
+    text (seq2seq.inference.constraint_input checks them; errors name the text by `label`)."""
+    beams = options.beam_size if options.searches_beams else 1
+    phrases: list[list[list[int]]] = [[] for _ in plain]
+    for members, chosen in groups:
+        found = _phrases(chosen, [request.texts[i] for i in members], [plain[i] for i in members])
+        named = _numbered(label, members)
+        encoded = encode_constraints(
+            found, chosen.tgt_tokenizer, beam_size=beams, avoided=banned, label=named
+        )
+        for index, tokens in zip(members, encoded):
+            phrases[index] = tokens
+    return phrases
+
+
+def encode_text(
+    translator: TranslationSetup, text: str, index: int, label: Label
+) -> tuple[list[list[int]], bool]:
+    """One text's pieces (its source language code, up to max_input_tokens - len(code) of its tokens,
+    eos; [[]] for a text with nothing to translate), and whether it was truncated."""
+    limit, tokenizer = translator.max_input_tokens, translator.src_tokenizer
+    head = list(prefix_of(tokenizer))  # what encode() puts first: on every piece of a split text
+    room = max(limit - len(head), 1)
+    line = clean_line(text)
+    body = tokenizer.encode(line)[len(head) :] if line else []
+    if len(head) + len(body) > limit and translator.long_lines == "error":
+        raise TooLong(
+            f"{label(index)} has {len(head) + len(body)} tokens, more than the limit of {limit}; "
+            "pass long_lines=truncate or long_lines=split",
+            index=index,
+            tokens=len(head) + len(body),
+        )
+    truncated = len(head) + len(body) > limit and translator.long_lines == "truncate"
+    if truncated:
+        body = body[:room]
+    chunks = [body[start : start + room] for start in range(0, max(len(body), 1), room)]
+    return [head + chunk + [tokenizer.eos_id] if chunk else [] for chunk in chunks], truncated
+
+
+def _numbered(label: Label, members: Sequence[int]) -> Callable[[int], str]:
+    """`label` for the n-th (from 1) of `members`, as encode_constraints numbers its texts."""
+    return lambda number: label(members[number - 1])
+
+
+def _forced(tokenizer: TextTokenizer, text: TextRequest, count: int) -> list[list[int]]:
+    """Per piece of a text, the target tokens forced first: the target language code on every piece,
+    then the text's prefix on its first."""
+    head = list(prefix_of(tokenizer))
+    start = clean_line(text.prefix)
+    ids = tokenizer.encode(start) if start else []
+    first = ids if head and ids[: len(head)] == head else head + ids  # the language code once
+    return [first] + [list(head) for _ in range(count - 1)]
+
+
+def _phrases(
+    translator: TranslationSetup, texts: Sequence[TextRequest], plain: Sequence[str]
+) -> list[list[str]]:
+    """Per text, its own phrases then the glossary's terms found in its plain text, without repeats."""
+    glossary = translator.glossary
+    found = []
+    for text, words in zip(texts, plain):
+        glossed = glossary.constraints(clean_line(words)) if glossary is not None else []
+        found.append(list(dict.fromkeys([*(text.constraints or ()), *glossed])))
+    return found
+
+
+def merge(parts: Sequence[Prepared]) -> Prepared:
+    """Several prepared requests (with the same search and avoided phrases) as one, their texts numbered
+    one after another; confidence when any asks for it, constraints when any has them."""
+    offset, owners, marked = 0, [], []
+    for part in parts:
+        owners.extend(offset + owner for owner in part.owners)
+        marked.extend(part.marked if part.marked is not None else [None] * part.n_texts)
+        offset += part.n_texts
+    constrained = any(part.constraints is not None for part in parts)
+    return Prepared(
+        sources=[source for part in parts for source in part.sources],
+        owners=owners,
+        n_texts=offset,
+        options=parts[0].options,
+        prefixes=[prefix for part in parts for prefix in part.prefixes],
+        constraints=[
+            phrases for part in parts for phrases in (part.constraints or [[] for _ in part.sources])
+        ]
+        if constrained
+        else None,
+        avoid=parts[0].avoid,
+        marked=marked if any(found is not None for found in marked) else None,
+        confidence=any(part.confidence for part in parts),
+    )
+
+
+def text_of(prepared: Prepared, index: int) -> Prepared:
+    """Text `index` of `prepared` alone (a server finds the text a failing batch failed on)."""
+    pieces = [piece for piece, owner in enumerate(prepared.owners) if owner == index]
+    constraints = prepared.constraints
+    return Prepared(
+        sources=[prepared.sources[p] for p in pieces],
+        owners=[0] * len(pieces),
+        n_texts=1,
+        options=prepared.options,
+        prefixes=[prepared.prefixes[p] for p in pieces],
+        constraints=None if constraints is None else [constraints[p] for p in pieces],
+        avoid=prepared.avoid,
+        marked=None
+        if prepared.marked is None or prepared.marked[index] is None
+        else [prepared.marked[index]],
+        confidence=prepared.confidence,
+    )
+
+
+__all__ = ["Label", "Prepared", "TooLong", "encode_text", "merge", "prepare", "text_of"]
