@@ -42,6 +42,7 @@ from seq2seq.inference import pipeline
 from seq2seq.inference.attention_output import AttentionOutput, check_attention_settings, text_alignments
 from seq2seq.inference.document_formats import check_format, translate_document
 from seq2seq.inference.language_columns import checked_columns, split_language_columns
+from seq2seq.inference.language_detection import AUTO
 from seq2seq.inference.output_writers import LineFormat, TextResults, translation_lines, write_report
 from seq2seq.inference.prepared import Prepared, prepare
 from seq2seq.inference.request import TranslationRequest
@@ -57,7 +58,8 @@ def translate(cfg: DictConfig) -> None:
                         format="%(asctime)s %(levelname)s %(message)s", datefmt="%H:%M:%S")  # fmt: skip
     line = line_format(cfg)
     # decode keys left null: the model's own tuned values; language codes null: the model's own
-    translator = translator_from_config(cfg, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang)
+    detect = str(cfg.src_lang) == AUTO  # src_lang=auto: each line's language is detected (per text)
+    translator = translator_from_config(cfg, src_lang=None if detect else cfg.src_lang, tgt_lang=cfg.tgt_lang)
     decode = dataclasses.asdict(translator.options)  # what the search uses, for the report
     attention = attention_output(cfg)
     if attention.asked:
@@ -107,7 +109,7 @@ def line_request(cfg: DictConfig, lines: list[str], *, confidence: bool) -> Tran
     columns = checked_columns(cfg.get("language_columns") or [], src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
                               glossary=bool(cfg.get("glossary")))  # fmt: skip
     texts: Sequence[str] = lines
-    languages: dict[str, Any] = {}
+    languages: dict[str, Any] = {"src_lang": AUTO} if str(cfg.src_lang) == AUTO else {}
     if columns:
         texts, pairs = split_language_columns(lines, columns)
         languages = {"src_lang": [src for src, _ in pairs], "tgt_lang": [tgt for _, tgt in pairs]}

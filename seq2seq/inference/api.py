@@ -23,6 +23,7 @@ from seq2seq.inference.exported import (
     TORCH_WEIGHTS_FILE,
     VERSION,
 )
+from seq2seq.inference.language_detection import AUTO, detect, language_name
 from seq2seq.inference.loading import LoadedModel, load_for_inference
 from seq2seq.inference.markup_text import markup_setting
 from seq2seq.inference.prepared import Prepared, TooLong, merge, text_of
@@ -50,12 +51,15 @@ __all__ += [
 
 # --- what serve uses
 __all__ += [
+    "AUTO",  # src_lang=auto: the language detected per text; the detector and the languages' names
     "FORMATS",  # the document formats a request may name ("format"), and their translation
     "Prepared",  # a request prepared for the search (the pipeline's first step), and how batches join them
     "SearchStopped",  # what a search nobody waits for any more ends with
     "TextRequest",  # the typed request every surface builds
     "TooLong",
     "TranslationRequest",
+    "detect",
+    "language_name",
     "markup_setting",  # "auto" | "true" | "false" from a request's "markup"
     "merge",
     "nbest_json",  # a text's n-best Translations as the one JSON shape of the CLI and the server

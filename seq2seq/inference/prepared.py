@@ -13,6 +13,7 @@ terms found in it) go on its first piece.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from seq2seq.data.tokenizer_formats import TextTokenizer
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.constraint_input import encode_avoid, encode_constraints, on_pieces
-from seq2seq.inference.languages import prefix_of
+from seq2seq.inference.language_detection import AUTO, detect
+from seq2seq.inference.languages import languages_of, prefix_of
 from seq2seq.inference.markup import Marked
 from seq2seq.inference.markup_text import markup_setting, take_out
 from seq2seq.inference.request import TextRequest, TranslationRequest
@@ -88,7 +90,7 @@ def prepare(
     texts = [text.text for text in request.texts]
     marked = take_out(texts, mode, translator.markup_pattern)
     plain = [text if found is None else found.plain for text, found in zip(texts, marked)]
-    groups = _language_groups(translator, request.texts, label)
+    groups = _language_groups(translator, with_detected_languages(translator, request.texts, label), label)
     pieces: list[list[list[int]]] = [[] for _ in texts]  # per text, its pieces' sources
     forced: list[list[list[int]]] = [[] for _ in texts]  # per text, its pieces' forced prefixes
     truncated = 0
@@ -140,6 +142,37 @@ def _language_groups(
                             f"{error}") from None  # fmt: skip
         chosen.append((members, languages))
     return chosen
+
+
+def with_detected_languages(
+    translator: TranslationSetup, texts: Sequence[TextRequest], label: Label
+) -> Sequence[TextRequest]:
+    """`texts` with each src_lang=auto replaced by the language detected in the text, among those the
+    model reads (seq2seq.inference.language_detection); a text in a language it does not read is a
+    one-line UserError naming the text. A one-pair model's own language becomes None (its default)."""
+    asked = [index for index, text in enumerate(texts) if text.src_lang == AUTO and text.text.strip()]
+    if not asked:
+        return [text if text.src_lang != AUTO else dataclasses.replace(text, src_lang=None) for text in texts]
+    codes = list(languages_of(translator.src_tokenizer)) or (
+        [translator.languages[0]] if translator.languages else []
+    )
+    if not codes:
+        raise UserError("src_lang=auto needs a model that knows the languages it reads; this one records "
+                        "none: name src_lang, or leave it out")  # fmt: skip
+    found = dict(zip(asked, detect([texts[i].text for i in asked], codes)))
+    resolved = []
+    for index, text in enumerate(texts):
+        if text.src_lang != AUTO:
+            resolved.append(text)
+            continue
+        detected = found.get(index)
+        if detected is not None and detected.code is None:
+            served = ", ".join(sorted(codes))
+            reads = f"{detected.name} ({detected.iso})"
+            raise UserError(f"{label(index)} reads as {reads}; this model translates from {served} only")
+        code = None if detected is None or not languages_of(translator.src_tokenizer) else detected.code
+        resolved.append(dataclasses.replace(text, src_lang=code))
+    return resolved
 
 
 def _text_phrases(

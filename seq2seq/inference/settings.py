@@ -84,7 +84,8 @@ SETTINGS: tuple[Setting, ...] = (
     _row("prefixes", "prefixes", _T, None, False, "per text, the target prefix its translation starts with "
          "(CLI: a FILE, one per input line)"),
     _row("src_lang", "src_lang", _T, "src_lang", True, "a multilingual model's (M2M100, NLLB) source "
-         "language code, e.g. eng_Latn; Python and the server also take a list of one code per text "
+         "language code, e.g. eng_Latn, or auto (detected per text: seq2seq.inference.language_detection); "
+         "Python and the server also take a list of one code per text "
          "(default: the one recorded at import; Python: also Translator.from_checkpoint's default; "
          "seq2seq-serve: for requests that name none)"),
     _row("tgt_lang", "tgt_lang", _T, "tgt_lang", True, "a multilingual model's target language code, e.g. "

@@ -29,6 +29,7 @@ class TranslationSetup(Protocol):
     rerank_weight: float | None
     markup: str
     markup_pattern: re.Pattern[str]
+    languages: tuple[str, str] | None  # (source, target) a one-pair model's training config names
 
     def for_languages(self, *, src_lang: str | None = None, tgt_lang: str | None = None) -> TranslationSetup:
         """The same setup reading `src_lang` and writing `tgt_lang` (None: as now)."""

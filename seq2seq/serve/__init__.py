@@ -5,4 +5,5 @@ batcher.py   BatchingTranslator: requests from many clients translated together 
 security.py  the API key, CORS, the warning for a server reachable from the network
 metrics.py   GET /metrics in Prometheus' text format
 app.py       the FastAPI application: /translate, /health, /stats, /metrics, / (page.html, a plain form)
+libretranslate.py  the LibreTranslate API under /libretranslate/, for the clients that speak it
 """

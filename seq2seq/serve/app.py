@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from seq2seq.errors import UserError
 from seq2seq.inference.api import nbest_json, translate_document_text
 from seq2seq.serve.batcher import Answer, BatchingTranslator
+from seq2seq.serve.libretranslate import add_libretranslate_routes
 from seq2seq.serve.metrics import Metrics
 from seq2seq.serve.requests import (
     CLIENT_CLOSED,
@@ -73,6 +74,7 @@ def create_app(
     metrics.watch(lambda: batcher.waiting, lambda: batcher.healthy)
     page = resources.files("seq2seq.serve").joinpath("page.html").read_text(encoding="utf-8")
     _add_error_handlers(app)
+    add_libretranslate_routes(app, batcher, limits=limits, api_key=api_key, timeout=request_timeout_s)
     _add_monitoring(app, batcher, metrics, name=name, api_key=api_key, error_delay_ms=error_delay_ms)
 
     @app.get("/", response_class=HTMLResponse)

@@ -295,7 +295,11 @@ def curl(session: Session, command: str) -> None:
     """Against the server a line before started: /translate answers translations, others a body."""
     assert session.server is not None, "a curl line needs the seq2seq-serve line before it"
     output = session.bash(session.with_port(command)).stdout
-    if "/translate" in command:
+    if "/libretranslate/translate" in command:
+        assert isinstance(json.loads(output).get("translatedText"), str), output
+    elif "/libretranslate/languages" in command:
+        assert isinstance(json.loads(output), list), output
+    elif "/translate" in command:
         answer = json.loads(output)
         assert isinstance(answer.get("translations"), list), answer
     elif "/health" in command:

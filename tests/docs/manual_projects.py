@@ -93,6 +93,7 @@ PAGE_FILES: dict[str, dict[str, str]] = {
         "big.en": "corpus:test.en",
     },
     "terminology.md": {"runs/quickstart": RUN, **TEST_FILES, "glossary.tsv": "block:# glossary.tsv"},
+    "libretranslate.md": {"runs/quickstart": RUN},
     "markup.md": {
         "runs/quickstart": RUN, "model.pt": "run:best.pt", "page.en": "block:In the <b>beginning</b>",
         "page.txt": f"text:{MARKUP_LINES}", "ui.txt": f"text:{MARKUP_LINES}", "page.html": f"text:{HTML}",

@@ -222,6 +222,7 @@ RULES: dict[str, list[Rule]] = {
         Rule(r"python benchmarks/terminology\.py --build-only", as_written),
         not_run(r"python benchmarks/terminology\.py --checkpoint .*", TERMS),
     ],
+    "libretranslate.md": [Rule(r"seq2seq-serve .*", serve), Rule(r"curl .*", page_curl)],
     "markup.md": [
         not_run(r"python benchmarks/markup\.py .*", BENCHMARK),
         Rule(r"seq2seq-prepare .*", kept_toy_corpus),

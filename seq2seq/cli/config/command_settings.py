@@ -86,7 +86,7 @@ TOPICS: tuple[tuple[str, tuple[Name, ...]], ...] = (
     )),
     ("Languages", (
         Name("src_lang", "the source language of the translation direction: the code a multilingual model "
-             "reads, a corpus file's suffix, or a record"),
+             "reads (translate and serve: or auto, detected per text), a corpus file's suffix, or a record"),
         Name("tgt_lang", "the target language of the translation direction: the code a multilingual model "
              "writes, a corpus file's suffix, or a record"),
         Name("language_columns", "[tgt_lang] | [src_lang,tgt_lang]: each input line names its languages in "
