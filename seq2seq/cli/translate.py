@@ -46,6 +46,7 @@ from seq2seq.inference.language_detection import AUTO
 from seq2seq.inference.output_writers import LineFormat, TextResults, translation_lines, write_report
 from seq2seq.inference.prepared import Prepared, prepare
 from seq2seq.inference.request import TranslationRequest
+from seq2seq.inference.sentences import segment_setting
 from seq2seq.inference.text_files import read_bytes, read_lines, write_bytes, write_lines
 from seq2seq.inference.translator import Translator
 
@@ -97,9 +98,10 @@ def line_format(cfg: DictConfig) -> LineFormat:
 def attention_output(cfg: DictConfig) -> AttentionOutput:
     """alignment=, attention_dir=, attention_layer=, attention_head=."""
     layer, head = cfg.attention_layer, cfg.attention_head
+    pictures = Path(absolute(cfg.attention_dir)) if cfg.attention_dir else None
     return AttentionOutput(
-        alignment=bool(cfg.alignment), pictures=Path(absolute(cfg.attention_dir)) if cfg.attention_dir else None,
-        layer=None if layer is None else int(layer), head=None if head is None else int(head),
+        alignment=bool(cfg.alignment), pictures=pictures, layer=None if layer is None else int(layer),
+        head=None if head is None else int(head),
     )  # fmt: skip
 
 
@@ -109,17 +111,18 @@ def line_request(cfg: DictConfig, lines: list[str], *, confidence: bool) -> Tran
     columns = checked_columns(cfg.get("language_columns") or [], src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
                               glossary=bool(cfg.get("glossary")))  # fmt: skip
     texts: Sequence[str] = lines
-    languages: dict[str, Any] = {"src_lang": AUTO} if str(cfg.src_lang) == AUTO else {}
+    keywords: dict[str, Any] = {"src_lang": AUTO} if str(cfg.src_lang) == AUTO else {}
     if columns:
         texts, pairs = split_language_columns(lines, columns)
-        languages = {"src_lang": [src for src, _ in pairs], "tgt_lang": [tgt for _, tgt in pairs]}
+        keywords = {"src_lang": [src for src, _ in pairs], "tgt_lang": [tgt for _, tgt in pairs]}
     return TranslationRequest.of(
         texts,
         prefixes=_prefixes(cfg, len(lines)),
         constraints=_constraint_lines(cfg),
         avoid=_avoided(cfg),
         confidence=confidence,
-        **languages,
+        segment=segment_setting(cfg.segment),
+        **keywords,
     )
 
 

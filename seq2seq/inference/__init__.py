@@ -10,6 +10,7 @@ translation_setup.py  the Protocol of what the pipeline reads of a Translator
 translator.py   Translator: the Python API over the pipeline (load once; texts in, translations out)
 attention_output.py  alignments and attention pictures of translations (alignment=true, attention_dir=)
 output_writers.py  Translations as lines: tab-separated columns, JSON lines, Moses n-best; the run report
+sentences.py    segment=sentences: a paragraph split into sentences (sentencex), joined with their whitespace
 language_detection.py  src_lang=auto: each text's language, detected with Lingua among every language it knows
 language_columns.py  per-line languages of a file to translate (seq2seq-translate's language_columns)
 text_files.py   text in and out, one line per line: a file, or - for stdin / stdout

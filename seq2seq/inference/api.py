@@ -28,6 +28,7 @@ from seq2seq.inference.loading import LoadedModel, load_for_inference
 from seq2seq.inference.markup_text import markup_setting
 from seq2seq.inference.prepared import Prepared, TooLong, merge, text_of
 from seq2seq.inference.request import TextRequest, TranslationRequest
+from seq2seq.inference.sentences import SEGMENTS
 from seq2seq.inference.translator import Translator
 
 # --- what users call
@@ -53,6 +54,7 @@ __all__ += [
 __all__ += [
     "AUTO",  # src_lang=auto: the language detected per text; the detector and the languages' names
     "FORMATS",  # the document formats a request may name ("format"), and their translation
+    "SEGMENTS",  # "none" | "sentences": a request's "segment"
     "Prepared",  # a request prepared for the search (the pipeline's first step), and how batches join them
     "SearchStopped",  # what a search nobody waits for any more ends with
     "TextRequest",  # the typed request every surface builds

@@ -75,12 +75,15 @@ def finish(translator: TranslationSetup, prepared: Prepared, results: list[list[
     codes = forced_codes(translator.src_tokenizer, tokenizer)
     if codes:  # the forced language code: no token of the text
         ranks = [[[without_language_code(h, codes) for h in parts] for parts in ranked] for ranked in ranks]
+    joints = prepared.separators or [None] * prepared.n_texts  # a paragraph's sentences: their whitespace
     translations = [
         [
-            translation_of(parts, tokenizer.decode, tokenizer, confidence=prepared.confidence)
+            translation_of(
+                parts, tokenizer.decode, tokenizer, confidence=prepared.confidence, separators=joint
+            )
             for parts in ranked
         ]
-        for ranked in ranks
+        for ranked, joint in zip(ranks, joints)
     ]
     if prepared.marked is None:
         return translations

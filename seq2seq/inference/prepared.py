@@ -27,6 +27,7 @@ from seq2seq.inference.languages import languages_of, prefix_of
 from seq2seq.inference.markup import Marked
 from seq2seq.inference.markup_text import markup_setting, take_out
 from seq2seq.inference.request import TextRequest, TranslationRequest
+from seq2seq.inference.sentences import segment_setting, sentences
 from seq2seq.inference.text_input import clean_line
 from seq2seq.inference.translation_setup import TranslationSetup
 
@@ -55,6 +56,7 @@ class Prepared:
     avoid: tuple[tuple[int, ...], ...] = ()  # target phrases no translation may contain
     marked: list[Marked | None] | None = None  # per text, its markup (None: plain); None: no text has any
     confidence: bool = False  # the search gives per-token log-probabilities; Translations their confidence
+    separators: list[list[str]] | None = None  # per text, what joins its pieces' translations (None: spaces)
 
     def plain(self, texts: Sequence[str]) -> list[str]:
         """`texts` as the model read them: a text with markup as its plain text."""
@@ -91,14 +93,7 @@ def prepare(
     marked = take_out(texts, mode, translator.markup_pattern)
     plain = [text if found is None else found.plain for text, found in zip(texts, marked)]
     groups = _language_groups(translator, with_detected_languages(translator, request.texts, label), label)
-    pieces: list[list[list[int]]] = [[] for _ in texts]  # per text, its pieces' sources
-    forced: list[list[list[int]]] = [[] for _ in texts]  # per text, its pieces' forced prefixes
-    truncated = 0
-    for members, chosen in groups:
-        for index in members:
-            pieces[index], cut = encode_text(chosen, plain[index], index, label)
-            forced[index] = _forced(chosen.tgt_tokenizer, request.texts[index], len(pieces[index]))
-            truncated += cut
+    pieces, forced, separators, truncated = _encoded(groups, request, plain, label)
     if truncated:
         log.warning("%d line(s) longer than %d tokens were truncated (long_lines=truncate)", truncated,
                     translator.max_input_tokens)  # fmt: skip
@@ -113,7 +108,41 @@ def prepare(
         options=options, prefixes=[prefix for found in forced for prefix in found], constraints=phrases,
         avoid=tuple(tuple(tokens) for tokens in banned),
         marked=marked if any(found is not None for found in marked) else None, confidence=request.confidence,
+        separators=separators if segment_setting(request.segment) == "sentences" else None,
     )  # fmt: skip
+
+
+def _encoded(
+    groups: list[tuple[list[int], TranslationSetup]], request: TranslationRequest, plain: Sequence[str],
+    label: Label,
+) -> tuple[list[list[list[int]]], list[list[list[int]]], list[list[str]], int]:  # fmt: skip
+    """Per text its pieces, their forced prefixes and the strings that join their translations (the
+    whitespace between sentences with segment=sentences, else spaces); how many texts were truncated."""
+    count = len(plain)
+    pieces: list[list[list[int]]] = [[] for _ in range(count)]
+    forced: list[list[list[int]]] = [[] for _ in range(count)]
+    separators: list[list[str]] = [[] for _ in range(count)]
+    truncated = 0
+    by_sentence = segment_setting(request.segment) == "sentences"
+    for members, chosen in groups:
+        for index in members:
+            text = request.texts[index]
+            parts, gaps = [plain[index]], []
+            if by_sentence and plain[index].strip():
+                language = text.src_lang or chosen.src_tokenizer.language or (chosen.languages or (None,))[0]
+                parts, gaps = sentences(plain[index], language)
+            for number, part in enumerate(parts):
+                found, cut = encode_text(chosen, part, index, label)
+                if found == [[]] and len(parts) > 1:
+                    continue  # a sentence with nothing to translate: its gap goes with the next one
+                if pieces[index]:
+                    separators[index].append(gaps[number - 1] if number else " ")
+                separators[index].extend(" " for _ in found[1:])
+                pieces[index] += found
+                truncated += cut
+            pieces[index] = pieces[index] or [[]]
+            forced[index] = _forced(chosen.tgt_tokenizer, text, len(pieces[index]))
+    return pieces, forced, separators, truncated
 
 
 def _language_groups(
@@ -268,7 +297,19 @@ def merge(parts: Sequence[Prepared]) -> Prepared:
         avoid=parts[0].avoid,
         marked=marked if any(found is not None for found in marked) else None,
         confidence=any(part.confidence for part in parts),
+        separators=_merged_separators(parts),
     )
+
+
+def _merged_separators(parts: Sequence[Prepared]) -> list[list[str]] | None:
+    """The parts' separators, text after text (spaces for a part without); None when no part has any."""
+    if all(part.separators is None for part in parts):
+        return None
+    return [
+        joints
+        for part in parts
+        for joints in (part.separators or [[" "] * (part.owners.count(i) - 1) for i in range(part.n_texts)])
+    ]
 
 
 def text_of(prepared: Prepared, index: int) -> Prepared:
@@ -287,6 +328,7 @@ def text_of(prepared: Prepared, index: int) -> Prepared:
         if prepared.marked is None or prepared.marked[index] is None
         else [prepared.marked[index]],
         confidence=prepared.confidence,
+        separators=None if prepared.separators is None else [prepared.separators[index]],
     )
 
 

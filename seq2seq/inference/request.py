@@ -41,6 +41,7 @@ class TranslationRequest:
     avoid: tuple[str, ...] | None = None
     confidence: bool = False
     markup: str | bool | None = None
+    segment: str = "none"  # "sentences": each text split into sentences (seq2seq.inference.sentences)
 
     @classmethod
     def of(
@@ -55,6 +56,7 @@ class TranslationRequest:
         options: SearchOptions | None = None,
         confidence: bool = False,
         markup: str | bool | None = None,
+        segment: str = "none",
     ) -> TranslationRequest:
         """A request from lists, as Python callers and files give them: a language code for every text
         or one per text, and a prefix and a list of phrases per text. A list of another length than
@@ -84,6 +86,7 @@ class TranslationRequest:
             options=options,
             avoid=None if avoid is None else tuple(avoid),
             confidence=confidence,
+            segment=segment,
             markup=markup,
         )
 

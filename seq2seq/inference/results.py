@@ -52,10 +52,21 @@ def quality_of(parts: list[Hypothesis]) -> float | None:
     return None if not scores or None in scores else sum(scores) / len(scores)  # type: ignore[arg-type]
 
 
-def joined(parts: list[Hypothesis], detokenize: Callable[[Sequence[int]], str]) -> tuple[str, float]:
-    """(text, score) of the pieces' hypotheses: texts joined with spaces, scores summed."""
-    texts = (detokenize(hypothesis.tokens) for hypothesis in parts)
-    return " ".join(text for text in texts if text), sum(hypothesis.score for hypothesis in parts)
+def joined(
+    parts: list[Hypothesis],
+    detokenize: Callable[[Sequence[int]], str],
+    separators: Sequence[str] | None = None,
+) -> tuple[str, float]:
+    """(text, score) of the pieces' hypotheses: texts joined with spaces (or, piece after piece, with
+    `separators`: the whitespace between a paragraph's sentences), scores summed."""
+    texts = [detokenize(hypothesis.tokens) for hypothesis in parts]
+    score = sum(hypothesis.score for hypothesis in parts)
+    if separators is None or len(separators) != len(texts) - 1:
+        return " ".join(text for text in texts if text), score
+    pieces = [texts[0]] if texts else []
+    for separator, text in zip(separators, texts[1:]):
+        pieces += [separator, text]
+    return "".join(pieces), score
 
 
 def translation_of(
@@ -64,11 +75,13 @@ def translation_of(
     tokenizer: TextTokenizer,
     *,
     confidence: bool,
+    separators: Sequence[str] | None = None,
 ) -> Translation:
     """One rank of one text as a Translation; its confidence fields only with `confidence` (the
-    hypotheses must then carry their per-token log-probabilities)."""
+    hypotheses must then carry their per-token log-probabilities); `separators`: as `joined` takes them."""
     details = confidence_of(parts, tokenizer) if confidence else Confidence()
-    return Translation.of(*joined(parts, detokenize), details, quality_of(parts), **constraint_outcome(parts))
+    text, score = joined(parts, detokenize, separators)
+    return Translation.of(text, score, details, quality_of(parts), **constraint_outcome(parts))
 
 
 def with_alternatives(ranked: list[Translation]) -> Translation:

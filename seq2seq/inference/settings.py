@@ -107,6 +107,9 @@ SETTINGS: tuple[Setting, ...] = (
          "placeholders taken out before the search and put back around the right words (auto: in texts "
          "that have any; Python: also Translator.from_checkpoint's default; seq2seq-serve: for requests "
          "that name none)"),
+    _row("segment", "segment", _T, "segment", False, "none | sentences: each text split into sentences "
+         "(sentencex), searched together and joined with the whitespace between them (default: none; "
+         "the LibreTranslate API: sentences)"),
     _row("format", None, None, "format", False, "text | html | xliff | po: whole files translated segment by "
          "segment into the same format (CLI: the input file; server: each of \"texts\" is a file; Python: "
          "seq2seq.inference.document_formats.translate_document)"),

@@ -271,6 +271,7 @@ class Translator:
         return_scores: bool | None = None,
         return_confidence: bool | None = None,
         markup: str | bool | None = None,
+        segment: str = "none",
         on_batch: Callable[[int], Any] | None = None,
     ) -> list[Translation]:
         """One Translation per text, in order (seq2seq.inference.confidence; `str()` of one is its text).
@@ -287,6 +288,8 @@ class Translator:
         multilingual model reads and writes in this call, one for every text or a list of one per text
         (None: this Translator's; `for_languages`); texts of several languages are searched together; the
         target code is forced first, before any prefix, and shows in no Translation's text or tokens.
+        `segment`: "sentences" splits each text into sentences, searched together and joined with the
+        whitespace between them (seq2seq.inference.sentences; "none": a text is one sentence).
         `markup`: "auto", "true" or "false" for this call (None: this Translator's): a text's inline tags,
         entities and placeholders are taken out, and put back into its translation by alignment
         (seq2seq.inference.markup_text); scores, confidence and tokens are those of the plain text's.
@@ -305,7 +308,7 @@ class Translator:
         )  # fmt: skip
         request = TranslationRequest.of(
             texts, src_lang=src_lang, tgt_lang=tgt_lang, prefixes=prefixes, constraints=constraints,
-            avoid=avoid, options=options, confidence=confidence, markup=markup,
+            avoid=avoid, options=options, confidence=confidence, markup=markup, segment=segment,
         )  # fmt: skip
         [ranked] = pipeline.translate(self, [request], max_tokens=max_tokens, on_batch=on_batch)
         return [with_alternatives(nbest) if options.nbest > 1 else nbest[0] for nbest in ranked]

@@ -128,7 +128,7 @@ async def _translate(
     multilingual = bool(translator.src_tokenizer.languages)
     parsed = ParsedRequest(
         texts, options, src_lang=source if multilingual or source == AUTO else None,
-        tgt_lang=target if multilingual else None, markup=FORMATS[fmt],
+        tgt_lang=target if multilingual else None, markup=FORMATS[fmt], segment="sentences",
     )  # fmt: skip
     prepared = prepare_request(translator, parsed)
     try:

@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect, Request
 from seq2seq.errors import UserError, log_renamed_field
 from seq2seq.inference.api import (
     FORMATS,
+    SEGMENTS,
     Prepared,
     SearchOptions,
     TooLong,
@@ -35,7 +36,7 @@ CLIENT_CLOSED = 499  # nginx's code for "the client closed the connection": logg
 # What a request body may hold (the names of seq2seq.inference.settings), and the old names still taken.
 FIELDS = (
     "texts", "beam_size", "nbest", "length_penalty", "confidence", "constraints", "avoid", "src_lang",
-    "tgt_lang", "markup", "format",
+    "tgt_lang", "markup", "format", "segment",
 )  # fmt: skip
 RENAMED_FIELDS = {"text": "texts"}  # old -> new: accepted for one release, with a logged warning
 MAX_PENALTY = 10.0  # a request's length_penalty (GNMT alpha); useful values lie within 0-3
@@ -105,6 +106,7 @@ class ParsedRequest:
     tgt_lang: str | list[str | None] | None = None
     markup: str | None = None  # "auto" | "true" | "false" (None: the server's)
     format: str = "text"  # "text": texts are sentences | "html" | "xliff" | "po": texts are whole files
+    segment: str = "none"  # "sentences": each text split into sentences (seq2seq.inference.sentences)
 
 
 def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> ParsedRequest:
@@ -148,7 +150,16 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
         *_languages(payload, len(texts)),
         _markup(payload),
         fmt,
+        _segment(payload),
     )
+
+
+def _segment(payload: dict[str, Any]) -> str:
+    """ "segment": "none" (absent too) or "sentences"."""
+    value = payload.get("segment", "none")
+    if value not in SEGMENTS:
+        raise HTTPError(422, f'"segment" must be "none" or "sentences", got {json.dumps(value)}')
+    return str(value)
 
 
 def _format(payload: dict[str, Any]) -> str:
@@ -277,6 +288,7 @@ def prepare_request(translator: Translator, parsed: ParsedRequest, markup: str |
         parsed.texts, src_lang=parsed.src_lang, tgt_lang=parsed.tgt_lang, constraints=parsed.constraints,
         avoid=parsed.avoid, options=parsed.options, confidence=parsed.confidence,
         markup=parsed.markup if markup is None else markup,
+        segment=parsed.segment,
     )  # fmt: skip
     try:
         return translator.prepare(

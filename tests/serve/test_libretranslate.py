@@ -128,3 +128,13 @@ def test_the_libretranslatepy_client_against_a_running_server(checkpoint: Path) 
         assert unknown.value.code == 400
     finally:
         server.stop()
+
+
+def test_a_paragraph_is_split_into_sentences_by_default(client: TestClient) -> None:
+    paragraph = f"{ENGLISH} {SPANISH}\nAnd the light was good."
+    found = client.post(
+        f"{PREFIX}/translate", json={"q": paragraph, "source": "en", "target": "es", "api_key": KEY}
+    )
+    body = {"texts": [paragraph], "src_lang": "en", "tgt_lang": "es", "markup": False, "segment": "sentences"}
+    [expected] = ours(client, body)
+    assert found.json()["translatedText"] == expected and "\n" in expected

@@ -101,6 +101,8 @@ TOPICS: tuple[tuple[str, tuple[Name, ...]], ...] = (
         Name("avoid", "a file of target phrases, one per line, that no translation may contain"),
         Name("prefixes", "a file: per input line, the target prefix its translation starts with"),
         Name("format", "text | html | xliff | po: the document format of what is translated"),
+        Name("segment", "none | sentences: each text translated as one sentence, or split into sentences "
+             "and joined with the whitespace between them"),
         Name("markup", "auto | true | false: inline tags, entities and placeholders taken out before the "
              "search and put back around the right words"),
         Name("placeholders", "regular expressions of text that comes out byte for byte (null: the "
@@ -199,7 +201,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("seq2seq-translate", "seq2seq.cli.translate", "translate", (*_TRANSLATION, "output",
             "constraints", "glossary", "avoid", "prefixes", "src_lang", "tgt_lang", "language_columns",
             "device", "precision", "shortlist", "quantization", "compile", "max_tokens", "max_input_tokens",
-            "long_lines", "format", "markup", "placeholders", "encoding_errors", "scores", "confidence",
+            "long_lines", "segment", "format", "markup", "placeholders", "encoding_errors", "scores", "confidence",
             "qe_checkpoint", "rerank", "rerank_weight", "confidence_format", "alignment", "attention_dir",
             "attention_layer", "attention_head", "progress_bar", "log_level", "report")),
     Command("seq2seq-score", "seq2seq.cli.score", None, ("hypotheses", "references", "metrics", "tokenize",
