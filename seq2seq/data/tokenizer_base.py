@@ -7,6 +7,7 @@ seq2seq.data.tokenizer_formats) and the two kinds cannot drift apart.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import overload
 
@@ -30,7 +31,7 @@ class SpecialId:
         raise AttributeError("a tokenizer's special ids are fixed by its model")
 
 
-class TokenizerBase:
+class TokenizerBase(ABC):
     """The special ids and language prefix of a tokenizer, read from the fields its class sets.
 
     `_special_ids`: (pad, eos, unk, bos); `_languages`: language code -> its token's id;
@@ -61,8 +62,9 @@ class TokenizerBase:
         """The code whose token encode() puts first (`for_language`), or None."""
         return self._language
 
+    @abstractmethod
     def to_bytes(self) -> bytes:
-        raise NotImplementedError
+        """The tokenizer as the bytes a checkpoint stores (each kind writes its own format)."""
 
     def save(self, path: str | Path) -> None:
         """Write `to_bytes()` atomically (a temporary of this host and process, then rename): no
