@@ -7,6 +7,7 @@ against the same sentences translated offline in one call (the upper bound a ser
     python benchmarks/serve.py --checkpoint CKPT --sentences 200 --clients 1 8 32
     python benchmarks/serve.py --hostile --duration 60       # 60 s without the bad client, 60 s with it
     python benchmarks/serve.py --encoding                    # checking and encoding the largest request
+    python benchmarks/serve.py --models CKPT2 CKPT3          # memory: one server with 1, 2, 3 models
 
 The server runs in its own process with --threads threads (batch_wait_ms and max_tokens at their
 defaults); each client sends one Bible test sentence per request (beam 5) and waits for the answer
@@ -122,6 +123,43 @@ def server_stats(url: str) -> dict[str, int]:
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+# ----------------------------------------------------------------------------- --models
+
+
+def several_models(args: argparse.Namespace, lines: list[str]) -> None:
+    """The server's RSS with --checkpoint alone, then with each of --models added (models=[...]), each
+    model having translated --sentences lines first (through its own pair: the request names none, so
+    with one-pair models of one pair the later ones are loaded and warmed up but idle)."""
+    import httpx
+
+    rows, previous = [], None
+    for count in range(1, len(args.models) + 2):
+        extra = [str(path) for path in args.models[: count - 1]]
+        overrides = [*args.server, f"models=[{','.join(extra)}]"]
+        server, url = start_server(args.checkpoint, args.threads, overrides)
+        try:
+            for start in range(0, len(lines), 16):
+                httpx.post(f"{url}/translate", json={"texts": lines[start : start + 16]}, timeout=300)
+            names = [model["name"] for model in httpx.get(f"{url}/health").json()["models"]]
+            rss = server_rss(server)
+        finally:
+            server.terminate()
+            server.wait()
+        weights = sum(parameter_bytes(Path(path)) for path in [args.checkpoint, *extra])
+        added = "" if previous is None else f"{(rss - previous) / 2**20:.0f}"
+        rows.append([str(count), ", ".join(names), f"{weights / 2**20:.0f}", f"{rss / 2**20:.0f}", added])
+        previous = rss
+    print(format_table(["models", "names", "weights MiB", "server RSS MiB", "added MiB"], rows))
+
+
+def parameter_bytes(path: Path) -> int:
+    """The bytes of a checkpoint's model weights (fp32 as served), not its optimizer state."""
+    import torch
+
+    loaded = torch.load(path, map_location="cpu", weights_only=False)
+    return sum(t.numel() * t.element_size() for t in loaded["model"].values() if torch.is_tensor(t))
 
 
 # ----------------------------------------------------------------------------- --hostile
@@ -381,6 +419,8 @@ def main() -> None:
     parser.add_argument("--good-clients", type=int, default=32, help="--hostile: well-behaved clients")
     parser.add_argument("--warmup", type=float, default=30.0, help="--hostile: seconds of good load first")
     parser.add_argument("--encoding", action="store_true", help="time checking and encoding one request")
+    parser.add_argument("--models", type=Path, nargs="+", default=[],
+                        help="memory of a server of --checkpoint, then with each of these added")  # fmt: skip
     parser.add_argument("--repeats", type=int, default=20, help="--encoding: runs to take the median of")
     args = parser.parse_args()
     if not args.checkpoint.is_file():
@@ -393,6 +433,9 @@ def main() -> None:
     print(describe_machine(args.threads))
     if args.hostile:
         hostile(args, lines)
+        return
+    if args.models:
+        several_models(args, lines)
         return
     upper = offline(args.checkpoint, lines, args.threads)
     server, url = start_server(args.checkpoint, args.threads, args.server)

@@ -13,7 +13,7 @@ import os
 import re
 import signal
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -22,10 +22,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from seq2seq.cli.config.launch import command_main, exit_on_user_error
 from seq2seq.cli.config.setting_checks import log_level_setting, number_setting
-from seq2seq.cli.config.translator_config import rerank_weight, translator_from_config
+from seq2seq.cli.config.translator_config import checkpoint_paths, rerank_weight, translator_from_config
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
 from seq2seq.inference.glossary import Glossary
+from seq2seq.inference.language_detection import AUTO
 from seq2seq.inference.translator import Translator
 
 log = logging.getLogger("seq2seq.serve")
@@ -36,6 +37,8 @@ INTEGERS = {"max_tokens": (1, 10_000_000), "max_queue": (1, 1_000_000)}
 FLOATS = {"batch_wait_ms": (0, 60_000), "max_batch_wait_ms": (0, 60_000), "error_delay_ms": (0, 10_000),
           "request_timeout_s": (0.01, 86_400)}  # fmt: skip
 ORIGIN = re.compile(r"https?://[^/\s]+")
+LANGUAGES = ("src_lang", "tgt_lang")
+ONE_MODEL = ("glossary", "shortlist", "qe_checkpoint")  # a model's own files: refused with several models
 
 
 @exit_on_user_error
@@ -44,7 +47,6 @@ def serve(cfg: DictConfig) -> None:
                         format="%(asctime)s %(levelname)s %(message)s")  # fmt: skip
     try:
         from seq2seq.serve.app import create_app
-        from seq2seq.serve.batcher import BatchingTranslator
         from seq2seq.serve.metrics import Metrics
         from seq2seq.serve.requests import Limits
         from seq2seq.serve.security import exposure_warning
@@ -52,40 +54,77 @@ def serve(cfg: DictConfig) -> None:
         raise UserError(
             "seq2seq-serve needs FastAPI, uvicorn and prometheus-client; pip install '.[serve]'"
         ) from None
-    checkpoint = Path(to_absolute_path(str(cfg.checkpoint)))
+    checkpoints = served_checkpoints(cfg)
     settings = read_settings(cfg)
     limits = Limits(**{key: settings.pop(key) for key in LIMITS})
     metrics = Metrics()
+    models = load_models(cfg, checkpoints, settings, metrics)
+    shared = {
+        key: settings[key] for key in ("request_timeout_s", "error_delay_ms", "api_key", "cors_origins")
+    }
+    app = create_app(models, limits=limits, metrics=metrics, **shared)
+    host, port = str(cfg.host), settings["port"]
+    if (warning := exposure_warning(host, settings["api_key"])) is not None:
+        log.warning(warning)
+    for model in models:
+        log.info("serving %s (%s, step %d): %s", model.name, model.translator.engine.name,
+                 model.translator.step, model.languages.pairs()[:6] or "its own languages")  # fmt: skip
+    log.info("listening on http://%s:%d/ ; SIGTERM or Ctrl-C stops after the requests in flight, a second "
+             "Ctrl-C at once", host, port)  # fmt: skip
+    run_server(app, host=host, port=port, graceful_s=settings["request_timeout_s"])
+    stats = models.stats()
+    log.info("stopped: %d requests served in %d batches", stats["requests"], stats["batches"])
+
+
+def load_models(cfg: DictConfig, checkpoints: list[list[str]], settings: dict[str, Any], metrics: Any) -> Any:
+    """ServedModels: each model loaded on its own batcher's worker thread, in order."""
+    from seq2seq.serve.batcher import BatchingTranslator
+    from seq2seq.serve.served_models import ServedModel, ServedModels, model_names
+
     decode = OmegaConf.to_container(cfg.decode)  # keys left null: the model's own tuned values, if any
     SearchOptions.from_config(decode)  # checked now, before the model loads
     rerank_weight(cfg)  # likewise
     glossary = None if cfg.glossary is None else Glossary.load(to_absolute_path(str(cfg.glossary)))
+    # The server's languages: the model's own with one model (auto: detected per text, by the router),
+    # the pair that routes requests naming none with several.
+    own = {key: None if len(checkpoints) > 1 or cfg[key] == AUTO else cfg[key] for key in LANGUAGES}
 
-    def load() -> Translator:  # on the batcher's worker thread, the only one that runs the model
-        if settings["num_threads"]:
-            torch.set_num_threads(settings["num_threads"])
-        translator = translator_from_config(
-            cfg, checkpoint=checkpoint, options=decode, max_input_tokens=settings["max_input_tokens"],
-            glossary=glossary, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
-        )  # fmt: skip
-        translator.warm_up()  # the first search pays one-time setup, not a user (any language will do)
-        return translator
+    def loader(paths: list[str]) -> Callable[[], Translator]:
+        def load() -> Translator:  # on the model's batcher's worker thread, the only one that runs it
+            if settings["num_threads"]:
+                torch.set_num_threads(settings["num_threads"])
+            translator = translator_from_config(
+                cfg, checkpoint=paths[0] if len(paths) == 1 else paths, options=decode,
+                max_input_tokens=settings["max_input_tokens"], glossary=glossary, **own,
+            )  # fmt: skip
+            translator.warm_up()  # the first search pays one-time setup, not a user (any language will do)
+            return translator
+
+        return load
 
     batching = {key: settings[key] for key in ("batch_wait_ms", "max_batch_wait_ms", "max_tokens")}
-    batcher = BatchingTranslator(load, **batching, max_queue=settings["max_queue"],
-                                 on_batch=metrics.observe_batch)  # fmt: skip
-    shared = {
-        key: settings[key] for key in ("request_timeout_s", "error_delay_ms", "api_key", "cors_origins")
-    }
-    app = create_app(batcher, name=checkpoint.name, limits=limits, metrics=metrics, **shared)
-    host, port = str(cfg.host), settings["port"]
-    if (warning := exposure_warning(host, settings["api_key"])) is not None:
-        log.warning(warning)
-    log.info("serving %s (%s, step %d) on http://%s:%d/ ; SIGTERM or Ctrl-C stops after the requests in "
-             "flight, a second Ctrl-C at once", checkpoint, batcher.translator.engine.name,
-             batcher.translator.step, host, port)  # fmt: skip
-    run_server(app, host=host, port=port, graceful_s=settings["request_timeout_s"])
-    log.info("stopped: %d requests served in %d batches", batcher.stats.requests, batcher.stats.batches)
+    served = []
+    for name, paths in zip(model_names(checkpoints), checkpoints):
+        log.info("loading %s", name)
+        batcher = BatchingTranslator(loader(paths), **batching, max_queue=settings["max_queue"],
+                                     on_batch=metrics.observe_batch)  # fmt: skip
+        served.append(ServedModel(name, batcher))
+    return ServedModels(served, **{key: cfg[key] if own[key] is None else None for key in LANGUAGES})
+
+
+def served_checkpoints(cfg: DictConfig) -> list[list[str]]:
+    """The models to serve, each as its checkpoint paths (an ensemble has several): `checkpoint`, then
+    each of `models` (a path or a list of paths); settings that belong to one model refused with several."""
+    extra = [] if cfg.models is None else list(cfg.models) if OmegaConf.is_list(cfg.models) else [cfg.models]
+    checkpoints = [checkpoint_paths(cfg.checkpoint), *(checkpoint_paths(model) for model in extra)]
+    if len(checkpoints) > 1:
+        for key in ONE_MODEL:
+            if cfg[key] is not None:
+                raise UserError(f"{key}= belongs to one model and this server has {len(checkpoints)} "
+                                "(models=); serve that model on a server of its own")  # fmt: skip
+    if cfg.tgt_lang == AUTO:
+        raise UserError("tgt_lang=auto: only the source language is detected; name the target language")
+    return checkpoints
 
 
 def read_settings(cfg: DictConfig) -> dict[str, Any]:

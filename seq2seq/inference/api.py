@@ -24,6 +24,7 @@ from seq2seq.inference.exported import (
     VERSION,
 )
 from seq2seq.inference.language_detection import AUTO, detect, language_name
+from seq2seq.inference.languages import ModelLanguages
 from seq2seq.inference.loading import LoadedModel, load_for_inference
 from seq2seq.inference.markup_text import markup_setting
 from seq2seq.inference.prepared import Prepared, TooLong, merge, text_of
@@ -55,6 +56,7 @@ __all__ += [
     "AUTO",  # src_lang=auto: the language detected per text; the detector and the languages' names
     "FORMATS",  # the document formats a request may name ("format"), and their translation
     "SEGMENTS",  # "none" | "sentences": a request's "segment"
+    "ModelLanguages",  # the languages a model reads and writes, and whether it takes their codes
     "Prepared",  # a request prepared for the search (the pipeline's first step), and how batches join them
     "SearchStopped",  # what a search nobody waits for any more ends with
     "TextRequest",  # the typed request every surface builds

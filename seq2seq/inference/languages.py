@@ -125,9 +125,43 @@ def without_language_code(hypothesis: Hypothesis, codes: frozenset[int]) -> Hypo
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelLanguages:
+    """What one model translates: the languages it reads and writes, and whether it is told them (a
+    multilingual model's codes; a one-pair model reads and writes the pair its training recorded, with
+    no codes). A server routes requests by it, and lists it in GET /languages."""
+
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    source_codes: bool  # the model takes src_lang (M2M100, NLLB)
+    target_codes: bool  # the model takes tgt_lang (M2M100, NLLB, OPUS-MT's >>xx<< tokens)
+
+    @classmethod
+    def of(cls, src: Any, tgt: Any, recorded: tuple[str, str] | None) -> ModelLanguages:
+        """From a model's tokenizers and the (source, target) its training config recorded, if any."""
+        names_target = names_target_on_source(src)
+        source_codes, target_codes = bool(languages_of(src)) and not names_target, bool(languages_of(tgt))
+        mine = recorded or (None, None)
+        sources = sorted(languages_of(src)) if source_codes else [mine[0]] if mine[0] else []
+        written = languages_of(src) if names_target else languages_of(tgt)
+        targets = sorted(written) if written else [mine[1]] if mine[1] else []
+        return cls(tuple(sources), tuple(targets), source_codes, target_codes or names_target)
+
+    def serves(self, src: str | None, tgt: str | None) -> bool:
+        """Whether the model translates src -> tgt (None: any language on that side); a multilingual
+        model does not translate a language into itself."""
+        if (src is not None and src not in self.sources) or (tgt is not None and tgt not in self.targets):
+            return False
+        return src is None or tgt is None or src != tgt or not (self.source_codes or self.target_codes)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [(s, t) for s in self.sources for t in self.targets if self.serves(s, t)]
+
+
 __all__ = [
     "MARIAN",
     "SHOWN_CODES",
+    "ModelLanguages",
     "any_languages",
     "check_languages",
     "choose_languages",

@@ -55,7 +55,13 @@ from seq2seq.inference.engine_choice import ENGINES, build_engine, check_quantiz
 from seq2seq.inference.engines import Engine
 from seq2seq.inference.glossary import Glossary
 from seq2seq.inference.input_limits import input_limit, source_limits
-from seq2seq.inference.languages import any_languages, check_languages, choose_languages, prefix_of
+from seq2seq.inference.languages import (
+    ModelLanguages,
+    any_languages,
+    check_languages,
+    choose_languages,
+    prefix_of,
+)
 from seq2seq.inference.markup import markup_pattern
 from seq2seq.inference.markup_text import AlignmentSource, markup_setting
 from seq2seq.inference.prepared import Label, Prepared, prepare
@@ -242,6 +248,10 @@ class Translator:
         """A one-line UserError when the model has language codes and no language was chosen on a side
         (nor recorded at import): src_lang= or tgt_lang= is then needed."""
         check_languages(self.src_tokenizer, self.tgt_tokenizer)
+
+    def model_languages(self) -> ModelLanguages:
+        """The languages the model reads and writes (its codes, or the pair its training recorded)."""
+        return ModelLanguages.of(self.src_tokenizer, self.tgt_tokenizer, self.languages)
 
     def aligner(self) -> AlignmentSource:
         """What putting markup back reads: the model's cross-attention and the tokenizers."""

@@ -2,6 +2,7 @@
 
 requests.py  one request from bytes to model input: body limits, parsing, validation, encoding (4xx)
 batcher.py   BatchingTranslator: requests from many clients translated together on one worker thread
+served_models.py  the models of one server, and which of them translates each text (by language pair)
 security.py  the API key, CORS, the warning for a server reachable from the network
 metrics.py   GET /metrics in Prometheus' text format
 app.py       the FastAPI application: /translate, /health, /stats, /metrics, / (page.html, a plain form)

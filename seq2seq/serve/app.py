@@ -39,11 +39,11 @@ from seq2seq.serve.requests import (
     Limits,
     ParsedRequest,
     parse_request,
-    prepare_request,
     read_limited,
     require_json,
 )
 from seq2seq.serve.security import allow_origins, check_api_key
+from seq2seq.serve.served_models import Routed, ServedModel, ServedModels
 
 log = logging.getLogger("seq2seq.serve")
 T = TypeVar("T")
@@ -52,9 +52,9 @@ REFUSALS = {400, 401, 413, 415, 422}  # the request's own fault, known without t
 
 
 def create_app(
-    batcher: BatchingTranslator,
+    models: ServedModels | BatchingTranslator,
     *,
-    name: str,
+    name: str = "model",
     limits: Limits,
     metrics: Metrics,
     request_timeout_s: float = 60.0,
@@ -62,20 +62,23 @@ def create_app(
     api_key: str | None = None,
     cors_origins: Sequence[str] = (),
 ) -> Any:
-    """The FastAPI application; `batcher` is closed when the application shuts down."""
+    """The FastAPI application over the server's models (one model: its batcher, called `name`); they are
+    closed when the application shuts down."""
+    if isinstance(models, BatchingTranslator):
+        models = ServedModels([ServedModel(name, models)])
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         yield
-        batcher.close()  # every queued request is answered first
+        models.close()  # every queued request is answered first
 
     app = FastAPI(title="seq2seq", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     allow_origins(app, list(cors_origins))
-    metrics.watch(lambda: batcher.waiting, lambda: batcher.healthy)
+    metrics.watch(lambda: models.waiting, lambda: models.healthy)
     page = resources.files("seq2seq.serve").joinpath("page.html").read_text(encoding="utf-8")
     _add_error_handlers(app)
-    add_libretranslate_routes(app, batcher, limits=limits, api_key=api_key, timeout=request_timeout_s)
-    _add_monitoring(app, batcher, metrics, name=name, api_key=api_key, error_delay_ms=error_delay_ms)
+    add_libretranslate_routes(app, models, limits=limits, api_key=api_key, timeout=request_timeout_s)
+    _add_monitoring(app, models, metrics, api_key=api_key, error_delay_ms=error_delay_ms)
 
     @app.get("/", response_class=HTMLResponse)
     async def index() -> str:
@@ -85,7 +88,7 @@ def create_app(
     async def translate(request: Request) -> Response:
         start = time.perf_counter()
         try:
-            response = await _translate(request, batcher, name, limits, request_timeout_s, api_key)
+            response = await _translate(request, models, limits, request_timeout_s, api_key)
         except HTTPError as error:
             log.info("POST /translate -> %d: %s", error.status, error.message)
             if error.status in REFUSALS:
@@ -101,29 +104,29 @@ def create_app(
 
 
 def _add_monitoring(
-    app: FastAPI, batcher: BatchingTranslator, metrics: Metrics, *, name: str, api_key: str | None,
-    error_delay_ms: float,
-) -> None:  # fmt: skip
-    """GET /health (open, 503 once the model thread has stopped), /stats and /metrics (need the key)."""
+    app: FastAPI, models: ServedModels, metrics: Metrics, *, api_key: str | None, error_delay_ms: float
+) -> None:
+    """GET /health (open, 503 once a model thread has stopped), /stats and /metrics (need the key)."""
 
     @app.get("/health")
     async def health() -> JSONResponse:
-        translator, healthy = batcher.translator, batcher.healthy
-        languages = translator.languages or (None, None)
-        answer = {"status": "ok" if healthy else "unhealthy", "model": name, "step": translator.step,
-                  "engine": translator.engine.name, "src_lang": languages[0], "tgt_lang": languages[1],
-                  "api_key_required": api_key is not None,
+        healthy, first = models.healthy, models.default.translator
+        languages = first.languages or (None, None)
+        answer = {"status": "ok" if healthy else "unhealthy", "model": models.default.name,
+                  "step": first.step, "engine": first.engine.name, "src_lang": languages[0],
+                  "tgt_lang": languages[1], "api_key_required": api_key is not None,
+                  "models": [_described(model) for model in models],
                   # the old names of src_lang and tgt_lang, still sent for one release
                   "source_language": languages[0], "target_language": languages[1]}  # fmt: skip
         if not healthy:
-            answer["error"] = "the model thread has stopped; restart the server"
+            answer["error"] = "a model thread has stopped; restart the server"
         return JSONResponse(answer, status_code=200 if healthy else 503)
 
     @app.get("/stats")
     async def stats(request: Request) -> Response:
         if (refused := await _refused(request, api_key, error_delay_ms)) is not None:
             return refused
-        return JSONResponse(dict(batcher.stats.__dict__))
+        return JSONResponse(models.stats())
 
     @app.get("/metrics")
     async def metrics_page(request: Request) -> Response:
@@ -132,10 +135,17 @@ def _add_monitoring(
         return Response(metrics.exposition(), media_type=metrics.content_type)
 
 
+def _described(model: ServedModel) -> dict[str, Any]:
+    """A model in GET /health: its name, engine, step, and the languages it reads and writes."""
+    translator, languages = model.translator, model.languages
+    return {"name": model.name, "engine": translator.engine.name, "step": translator.step,
+            "healthy": model.batcher.healthy, "src_langs": list(languages.sources),
+            "tgt_langs": list(languages.targets)}  # fmt: skip
+
+
 async def _translate(
-    request: Request, batcher: BatchingTranslator, name: str, limits: Limits, timeout: float,
-    api_key: str | None,
-) -> Response:  # fmt: skip
+    request: Request, models: ServedModels, limits: Limits, timeout: float, api_key: str | None
+) -> Response:
     """Check, read, parse and encode the request, then wait for its translations: at most `timeout`
     seconds from its arrival, and only while its client is still there."""
     start, deadline = time.perf_counter(), asyncio.get_running_loop().time() + timeout
@@ -145,26 +155,31 @@ async def _translate(
         body = await asyncio.wait_for(read_limited(request, limits.max_body_bytes), timeout)
     except asyncio.TimeoutError:
         raise HTTPError(408, f"the body did not arrive within request_timeout_s={timeout:g} s") from None
-    parsed = parse_request(body, limits, batcher.translator.options)
+    parsed = parse_request(body, limits, models.default.translator.options)
     texts, options, confidence = parsed.texts, parsed.options, parsed.confidence
     if parsed.format != "text":
-        return await _files(batcher, parsed, name, start, deadline)
-    prepared = prepare_request(batcher.translator, parsed)  # the pipeline's first step, checked
-    nbest = await _while_client_waits(batcher.translate(prepared), request, deadline, timeout)
+        return await _files(models, parsed, start, deadline)
+    routed = await _while_client_waits(models.translate(parsed), request, deadline, timeout)
     milliseconds = (time.perf_counter() - start) * 1000
-    answer: dict[str, Any] = {"model": name, "milliseconds": round(milliseconds, 1)}
-    answer.update(_translations(nbest, nbest=options.nbest, confidence=confidence))
+    answer: dict[str, Any] = {"model": _model_name(routed), "milliseconds": round(milliseconds, 1)}
+    answer.update(_translations(routed.ranked, nbest=options.nbest, confidence=confidence))
+    if len(models) > 1:
+        answer["models"] = routed.names
     log.info("POST /translate: %d sentence(s), %d characters, beam %d, %.0f ms",
              len(texts), sum(map(len, texts)), options.beam_size, milliseconds)  # fmt: skip
     return JSONResponse(answer)
 
 
-async def _files(
-    batcher: BatchingTranslator, parsed: ParsedRequest, name: str, start: float, deadline: float
-) -> Response:
+def _model_name(routed: Routed) -> str:
+    """The answer's "model": the name of the model that translated the request (several: joined by +)."""
+    return "+".join(dict.fromkeys(routed.names)) or "none"
+
+
+async def _files(models: ServedModels, parsed: ParsedRequest, start: float, deadline: float) -> Response:
     """ "format": html | xliff | po: each text is a whole file, translated segment by segment through the
     batcher (seq2seq.inference.document_formats, in a worker thread that waits for the batcher's answers)."""
     loop = asyncio.get_running_loop()
+    served: dict[str, None] = {}  # the names of the models that translated, in order
 
     async def search(file: int, texts: list[str], markup: str) -> list[str]:
         languages = {
@@ -172,8 +187,9 @@ async def _files(
             for name, codes in (("src_lang", parsed.src_lang), ("tgt_lang", parsed.tgt_lang))
         }
         segments = dataclasses.replace(parsed, texts=texts, format="text", **languages)
-        prepared = prepare_request(batcher.translator, segments, markup)
-        return [ranked[0].text for ranked in await batcher.translate(prepared)]
+        routed = await models.translate(segments, markup=markup)
+        served.update(dict.fromkeys(routed.names))
+        return [ranked[0].text for ranked in routed.ranked]
 
     def segments_of(file: int) -> Callable[[Any, str], list[str]]:
         def segments(texts: Any, markup: str) -> list[str]:
@@ -197,6 +213,7 @@ async def _files(
         raise HTTPError(504, "no answer within request_timeout_s; the request was dropped") from None
     milliseconds = (time.perf_counter() - start) * 1000
     log.info("POST /translate: %d %s file(s), %.0f ms", len(files), parsed.format, milliseconds)
+    name = "+".join(served) or models.default.name
     return JSONResponse({"model": name, "milliseconds": round(milliseconds, 1), "translations": files})
 
 

@@ -25,9 +25,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from seq2seq.errors import UserError
-from seq2seq.inference.api import AUTO, Translator, detect, language_name
-from seq2seq.serve.batcher import BatchingTranslator
-from seq2seq.serve.requests import HTTPError, Limits, ParsedRequest, prepare_request, read_limited
+from seq2seq.inference.api import AUTO, language_name
+from seq2seq.serve.requests import HTTPError, Limits, ParsedRequest, read_limited
+from seq2seq.serve.served_models import Routed, ServedModels
 
 PREFIX = "/libretranslate"
 FORMATS = {"text": "false", "html": "true"}  # LibreTranslate's format -> our markup setting
@@ -35,27 +35,27 @@ STATUS = {413: 400, 422: 400, 503: 429}  # our refusals as LibreTranslate answer
 
 
 def add_libretranslate_routes(
-    app: FastAPI, batcher: BatchingTranslator, *, limits: Limits, api_key: str | None, timeout: float
+    app: FastAPI, models: ServedModels, *, limits: Limits, api_key: str | None, timeout: float
 ) -> None:
-    """The LibreTranslate routes under PREFIX, over `batcher` (the server's one model)."""
+    """The LibreTranslate routes under PREFIX, over the server's models."""
 
     @app.post(f"{PREFIX}/translate")
     async def translate(request: Request) -> JSONResponse:
         return await _answer(
-            request, limits, api_key, lambda fields: _translate(fields, batcher, limits, timeout)
+            request, limits, api_key, lambda fields: _translate(fields, models, limits, timeout)
         )
 
     @app.post(f"{PREFIX}/detect")
     async def detect_route(request: Request) -> JSONResponse:
-        return await _answer(request, limits, api_key, lambda fields: _detect(fields, batcher.translator))
+        return await _answer(request, limits, api_key, lambda fields: _detect(fields, models))
 
     @app.get(f"{PREFIX}/languages")
     async def languages() -> JSONResponse:
-        return JSONResponse(served_languages(batcher.translator))
+        return JSONResponse(models.listed())
 
     @app.get(f"{PREFIX}/frontend/settings")
     async def settings() -> JSONResponse:
-        return JSONResponse(frontend_settings(batcher.translator, limits, api_key))
+        return JSONResponse(frontend_settings(models, limits, api_key))
 
 
 async def _answer(request: Request, limits: Limits, api_key: str | None, work: Callable) -> JSONResponse:
@@ -112,64 +112,58 @@ def _texts(fields: dict[str, Any], limits: Limits) -> tuple[list[str], bool]:
 
 
 async def _translate(
-    fields: dict[str, Any], batcher: BatchingTranslator, limits: Limits, timeout: float
+    fields: dict[str, Any], models: ServedModels, limits: Limits, timeout: float
 ) -> dict[str, Any]:
     """POST /translate: our search for the request's texts, answered in LibreTranslate's fields."""
     texts, listed = _texts(fields, limits)
-    translator = batcher.translator
-    source, target = _pair(fields, translator)
+    source, target = _pair(fields, models)
     fmt = str(fields.get("format") or "text")
     if fmt not in FORMATS:
         raise HTTPError(400, f"Invalid request: format {fmt!r} is not supported; use text or html")
     count = _count(fields.get("alternatives", 0), limit=limits.max_beam_size - 1)
-    options = translator.options.replace(
-        nbest=count + 1, beam_size=max(translator.options.beam_size, count + 1)
-    )
-    multilingual = bool(translator.src_tokenizer.languages)
+    defaults = models.default.translator.options
+    options = defaults.replace(nbest=count + 1, beam_size=max(defaults.beam_size, count + 1))
     parsed = ParsedRequest(
-        texts, options, src_lang=source if multilingual or source == AUTO else None,
-        tgt_lang=target if multilingual else None, markup=FORMATS[fmt], segment="sentences",
-    )  # fmt: skip
-    prepared = prepare_request(translator, parsed)
+        texts, options, src_lang=source, tgt_lang=target, markup=FORMATS[fmt], segment="sentences"
+    )
     try:
-        ranked = await asyncio.wait_for(batcher.translate(prepared), timeout)
+        routed = await asyncio.wait_for(models.translate(parsed, route=True), timeout)
     except asyncio.TimeoutError:
         raise HTTPError(504, f"no answer within request_timeout_s={timeout:g} s") from None
-    return _translated(ranked, texts, listed, count, translator, detected=source == AUTO)
+    return _translated(routed, listed, count)
 
 
-def _translated(
-    ranked: list, texts: list[str], listed: bool, count: int, translator: Translator, *, detected: bool
-) -> dict[str, Any]:
+def _translated(routed: Routed, listed: bool, count: int) -> dict[str, Any]:
     """LibreTranslate's answer: translatedText, then alternatives and detectedLanguage when they apply."""
-    best = [nbest[0].text for nbest in ranked]
+    best = [nbest[0].text for nbest in routed.ranked]
     others = [
-        list(dict.fromkeys(t.text for t in nbest[1:] if t.text != nbest[0].text))[:count] for nbest in ranked
+        list(dict.fromkeys(t.text for t in nbest[1:] if t.text != nbest[0].text))[:count]
+        for nbest in routed.ranked
     ]
     answer: dict[str, Any] = {"translatedText": best if listed else best[0]}
     if count:
         answer["alternatives"] = others if listed else others[0]
-    if detected:
-        found = [_detected(item) for item in detect(texts, source_codes(translator))]
+    if routed.detected is not None:
+        found = [_detected(item) for item in routed.detected]
         answer["detectedLanguage"] = found if listed else found[0]
     return answer
 
 
-def _pair(fields: dict[str, Any], translator: Translator) -> tuple[str, str]:
-    """(source, target) checked against what the model serves; 400 naming the pairs it serves."""
+def _pair(fields: dict[str, Any], models: ServedModels) -> tuple[str, str]:
+    """(source, target) checked against what the models serve; 400 naming the pairs served."""
     source, target = fields.get("source"), fields.get("target")
     for name, value in (("source", source), ("target", target)):
         if not isinstance(value, str) or not value:
             raise HTTPError(400, f"Invalid request: missing {name} parameter")
-    served = {item["code"]: item["targets"] for item in served_languages(translator)}
+    served = {item["code"]: item["targets"] for item in models.listed()}
     if source != AUTO and source not in served:
         raise HTTPError(
             400, f"{source} is not supported; this server translates from {', '.join(sorted(served))}"
         )
     targets = sorted({code for codes in served.values() for code in codes})
     if target not in (targets if source == AUTO else served[source]):
-        raise HTTPError(400, f"{source} -> {target} is not supported; this server translates into "
-                             f"{', '.join(targets)}")  # fmt: skip
+        raise HTTPError(400, f"{source} -> {target} is not supported; this server translates "
+                             f"{models.pairs_named()}")  # fmt: skip
     return source, target
 
 
@@ -183,14 +177,14 @@ def _count(value: Any, *, limit: int) -> int:
     return count
 
 
-async def _detect(fields: dict[str, Any], translator: Translator) -> list:
-    """POST /detect: per text, its language among those the model reads (a list for a list)."""
+async def _detect(fields: dict[str, Any], models: ServedModels) -> list:
+    """POST /detect: per text, its language among those the models read (a list for a list)."""
     q = fields.get("q")
     if not isinstance(q, (str, list)) or not q:
         raise HTTPError(400, "Invalid request: missing q parameter")
     texts = q if isinstance(q, list) else [q]
     try:
-        found = [[_detected(item)] for item in detect(texts, source_codes(translator))]
+        found = [[_detected(item)] for item in models.detect(texts)]
     except UserError as error:
         raise HTTPError(400, str(error)) from None
     return found if isinstance(q, list) else found[0]
@@ -200,30 +194,9 @@ def _detected(item: Any) -> dict[str, Any]:
     return {"confidence": round(100 * item.confidence, 1), "language": item.code or item.iso}
 
 
-def source_codes(translator: Translator) -> list[str]:
-    """The languages the model reads: a multilingual model's codes, or a one-pair model's source."""
-    return sorted(translator.src_tokenizer.languages) or (
-        [translator.languages[0]] if translator.languages else []
-    )
-
-
-def served_languages(translator: Translator) -> list[dict[str, Any]]:
-    """GET /languages: each source language with its name and the languages it translates into."""
-    sources = source_codes(translator)
-    multilingual = bool(translator.tgt_tokenizer.languages)
-    if multilingual:
-        targets = sorted(translator.tgt_tokenizer.languages)
-    else:
-        targets = [translator.languages[1]] if translator.languages else []
-    return [
-        {"code": code, "name": language_name(code), "targets": [t for t in targets if t != code]}
-        for code in sources
-    ]
-
-
-def frontend_settings(translator: Translator, limits: Limits, api_key: str | None) -> dict[str, Any]:
+def frontend_settings(models: ServedModels, limits: Limits, api_key: str | None) -> dict[str, Any]:
     """GET /frontend/settings: the limits and defaults a LibreTranslate front end reads."""
-    languages = served_languages(translator)
+    languages = models.listed()
     source = languages[0] if languages else {"code": "auto", "name": "Auto Detect", "targets": []}
     target = source["targets"][0] if source["targets"] else source["code"]
     return {
@@ -235,4 +208,4 @@ def frontend_settings(translator: Translator, limits: Limits, api_key: str | Non
     }  # fmt: skip
 
 
-__all__ = ["PREFIX", "add_libretranslate_routes", "frontend_settings", "served_languages", "source_codes"]
+__all__ = ["PREFIX", "add_libretranslate_routes", "frontend_settings"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,15 @@ class ParsedRequest:
     markup: str | None = None  # "auto" | "true" | "false" (None: the server's)
     format: str = "text"  # "text": texts are sentences | "html" | "xliff" | "po": texts are whole files
     segment: str = "none"  # "sentences": each text split into sentences (seq2seq.inference.sentences)
+    length_penalty: float | None = None  # the request's own (None: the model's, as in `options`)
+
+    def options_for(self, translator: Translator) -> SearchOptions:
+        """The request's search on `translator` (a server's other model): its settings, with the request's
+        beam_size, nbest and length_penalty (the model's own tuned length_penalty when it gives none)."""
+        penalty = translator.options.length_penalty if self.length_penalty is None else self.length_penalty
+        return translator.options.replace(
+            beam_size=self.options.beam_size, nbest=self.options.nbest, length_penalty=penalty
+        )
 
 
 def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> ParsedRequest:
@@ -151,6 +161,7 @@ def parse_request(body: bytes, limits: Limits, defaults: SearchOptions) -> Parse
         _markup(payload),
         fmt,
         _segment(payload),
+        None if payload.get("length_penalty") is None else options.length_penalty,
     )
 
 
@@ -279,11 +290,16 @@ def _options(payload: dict[str, Any], limits: Limits, defaults: SearchOptions) -
     return defaults.replace(beam_size=beam_size, nbest=nbest, length_penalty=float(penalty))
 
 
-def prepare_request(translator: Translator, parsed: ParsedRequest, markup: str | None = None) -> Prepared:
+def prepare_request(
+    translator: Translator, parsed: ParsedRequest, markup: str | None = None,
+    indices: Sequence[int] | None = None,
+) -> Prepared:  # fmt: skip
     """The request's model input (seq2seq.inference.prepared, the pipeline's first step), or the 4xx
     that names its sentence: 413 for one over the token limit under long_lines=error, 422 for a language
     the model lacks, a phrase that cannot be met, or a text or phrase the tokenizer rejects. `markup`:
-    for this call (None: the request's, else the server's)."""
+    for this call (None: the request's, else the server's); `indices`: the texts' numbers in the whole
+    request, for the errors (when `parsed` holds some of its texts)."""
+    number = (lambda index: index) if indices is None else indices.__getitem__
     request = TranslationRequest.of(
         parsed.texts, src_lang=parsed.src_lang, tgt_lang=parsed.tgt_lang, constraints=parsed.constraints,
         avoid=parsed.avoid, options=parsed.options, confidence=parsed.confidence,
@@ -293,20 +309,22 @@ def prepare_request(translator: Translator, parsed: ParsedRequest, markup: str |
     try:
         return translator.prepare(
             request,
-            label=lambda index: f"sentence {index}",
-            constraint_label=lambda index: f"the constraints of sentence {index}",
+            label=lambda index: f"sentence {number(index)}",
+            constraint_label=lambda index: f"the constraints of sentence {number(index)}",
         )
     except TooLong as error:
-        raise HTTPError(413, f"sentence {error.index} has {error.tokens} tokens; the limit is "
+        raise HTTPError(413, f"sentence {number(error.index)} has {error.tokens} tokens; the limit is "
                              f"{translator.max_input_tokens} (this server refuses longer sentences: "
                              "long_lines=error)") from None  # fmt: skip
     except UserError as error:
         raise HTTPError(422, str(error)) from None
     except Exception as error:  # the tokenizer's own failures are about the text it was given
-        raise _untokenizable(translator, request, error) from None
+        raise _untokenizable(translator, request, error, number) from None
 
 
-def _untokenizable(translator: Translator, request: TranslationRequest, error: Exception) -> HTTPError:
+def _untokenizable(
+    translator: Translator, request: TranslationRequest, error: Exception, number: Any = lambda i: i
+) -> HTTPError:
     """The 422 for a request the tokenizer fails on (sentencepiece raises RuntimeError), naming the first
     sentence that fails alone, else the phrases."""
     for index, text in enumerate(request.texts):
@@ -315,8 +333,10 @@ def _untokenizable(translator: Translator, request: TranslationRequest, error: E
                 dataclasses.replace(request, texts=(dataclasses.replace(text, constraints=None),), avoid=None)
             )
         except Exception:
-            log.warning("sentence %d of a request cannot be tokenized: %r", index, error)
-            return HTTPError(422, f"sentence {index} cannot be tokenized ({error.__class__.__name__})")
+            log.warning("sentence %d of a request cannot be tokenized: %r", number(index), error)
+            return HTTPError(
+                422, f"sentence {number(index)} cannot be tokenized ({error.__class__.__name__})"
+            )
     log.warning("the phrases of a request cannot be tokenized: %r", error)
     return HTTPError(
         422, f'a phrase of "constraints" or "avoid" cannot be tokenized ({error.__class__.__name__})'

@@ -89,7 +89,7 @@ PAGE_FILES: dict[str, dict[str, str]] = {
         **TEST_FILES, **REFERENCES, "ref2.es": "corpus:dev.es", "prefixes.es": "first-words:test.es",
     },
     "using-a-model.md": {
-        "runs/bible.en-es": RUN, "runs/quickstart": RUN, "runs/a": RUN, "runs/b": RUN, **TEST_FILES,
+        "runs/bible.en-es": RUN, "runs/bible.es-en": RUN, "runs/quickstart": RUN, "runs/a": RUN, "runs/b": RUN, **TEST_FILES,
         "big.en": "corpus:test.en",
     },
     "terminology.md": {"runs/quickstart": RUN, **TEST_FILES, "glossary.tsv": "block:# glossary.tsv"},

@@ -17,7 +17,7 @@ from serving import free_port
 
 from seq2seq.decode.options import SearchOptions
 from seq2seq.errors import UserError
-from seq2seq.inference.api import Prepared, Translation, TranslationRequest
+from seq2seq.inference.api import ModelLanguages, Prepared, Translation, TranslationRequest
 from seq2seq.serve.app import create_app
 from seq2seq.serve.batcher import BatchingTranslator
 from seq2seq.serve.metrics import Metrics
@@ -34,6 +34,9 @@ class FlakyTranslator:
 
     options, step, max_input_tokens, languages = SearchOptions(beam_size=1), 0, 100, None
     engine = SimpleNamespace(name="stand-in")
+
+    def model_languages(self) -> ModelLanguages:
+        return ModelLanguages(sources=(), targets=(), source_codes=False, target_codes=False)
 
     def prepare(self, request: TranslationRequest, **labels: object) -> Prepared:
         count = len(request.texts)

@@ -82,13 +82,13 @@ def test_a_form_with_one_text_and_alternatives(client: TestClient) -> None:
         ({"q": "x", "source": "de", "target": "es", "api_key": KEY}, 400, "de is not supported; this server "
          "translates from en, es, fr"),
         ({"q": "x", "source": "en", "target": "de", "api_key": KEY}, 400, "en -> de is not supported; this "
-         "server translates into en, es, fr"),
+         "server translates en/es/fr -> en/es/fr"),
         ({"q": "x" * 201, "source": "en", "target": "es", "api_key": KEY}, 400, "Invalid request: request "
          "(201) exceeds text limit (200)"),
         ({"q": "x", "source": "en", "target": "es", "format": "xml", "api_key": KEY}, 400, "Invalid request: "
          "format 'xml' is not supported; use text or html"),
         ({"q": [GERMAN], "source": "auto", "target": "es", "api_key": KEY}, 400,
-         "sentence 0 reads as German (de); this model translates from en, es, fr only"),
+         "sentence 0 reads as German (de); this server translates from en, es, fr only"),
     ],
 )  # fmt: skip
 def test_refusals_are_libretranslates(client: TestClient, body: dict, status: int, error: str) -> None:

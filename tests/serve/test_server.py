@@ -52,6 +52,8 @@ def test_answers_equal_seq2seq_translate(start_server, checkpoint, tmp_path):
     health = httpx.get(f"{server.url}/health").json()
     assert health == {"status": "ok", "model": "model.pt", "step": 3, "engine": "torch",
                       "src_lang": "en", "tgt_lang": "xx", "api_key_required": False,
+                      "models": [{"name": "model.pt", "engine": "torch", "step": 3, "healthy": True,
+                                  "src_langs": ["en"], "tgt_langs": ["xx"]}],
                       "source_language": "en", "target_language": "xx"}  # the old names, for one release  # fmt: skip
 
 

@@ -54,6 +54,8 @@ TOPICS: tuple[tuple[str, tuple[Name, ...]], ...] = (
         Name("checkpoint", "the model the command runs: a .pt file written by seq2seq-train or "
              "seq2seq-import (seq2seq-qe: by seq2seq-qe-train); where the command's config says so, also a "
              "list of them (an ensemble) or a directory written by seq2seq-export"),
+        Name("models", "more models a server serves beside checkpoint (each a path, or a list: an ensemble); "
+             "each request goes to the first model that serves its language pair"),
         Name("input", "the text file the command reads, one sentence per line (- : stdin, where the "
              "command reads a stream)"),
         Name("input_dir", "the directory the command reads (seq2seq-import: a Hugging Face model directory)"),
@@ -172,7 +174,8 @@ TOPICS: tuple[tuple[str, tuple[Name, ...]], ...] = (
         Name("metric", "chrf | ter: the QE label, a number in [0, 1]"),
     )),
     ("Export and shortlists", (
-        Name("target", "ctranslate2 | huggingface: what seq2seq-export converts the checkpoint for"),
+        Name("target", "ctranslate2 | huggingface | argos: what seq2seq-export converts the checkpoint for "
+             "(argos: an Argos Translate package)"),
         Name("weight_format", "float32 | int8 | int8_float32 | bfloat16: how CTranslate2 stores the weights"),
         Name("torch_weights", "also write the weights for our engine (pytorch.pt): constrained searches run "
              "on them"),
@@ -206,7 +209,7 @@ COMMANDS: tuple[Command, ...] = (
             "attention_layer", "attention_head", "progress_bar", "log_level", "report")),
     Command("seq2seq-score", "seq2seq.cli.score", None, ("hypotheses", "references", "metrics", "tokenize",
             "lowercase", "json"), positional=("hypotheses", "references")),
-    Command("seq2seq-serve", "seq2seq.cli.serve", "serve", ("decode", "checkpoint", "engine", "host", "port",
+    Command("seq2seq-serve", "seq2seq.cli.serve", "serve", ("decode", "checkpoint", "models", "engine", "host", "port",
             "device", "precision", "shortlist", "quantization", "compile", "num_threads", "batch_wait_ms",
             "max_batch_wait_ms", "max_tokens", "max_queue", "request_timeout_s", "error_delay_ms",
             "max_sentences", "max_chars", "max_beam_size", "max_body_bytes", "max_phrases",
@@ -220,7 +223,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("seq2seq-shortlist", "seq2seq.cli.shortlist", "shortlist", ("checkpoint", "src_file", "tgt_file",
             "output", "src_lang", "tgt_lang", "per_source", "frequent")),
     Command("seq2seq-export", "seq2seq.cli.export", "export", ("checkpoint", "output_dir", "target",
-            "weight_format", "force", "torch_weights", "shortlist")),
+            "weight_format", "src_lang", "tgt_lang", "force", "torch_weights", "shortlist")),
     Command("seq2seq-import", "seq2seq.cli.import_model", "import", ("input_dir", "output", "src_lang",
             "tgt_lang", "force")),
     Command("seq2seq-qe-data", "seq2seq.cli.qe_data", "qe_data", ("output_dir", "train_source",
