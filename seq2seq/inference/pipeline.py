@@ -15,6 +15,7 @@ requests of a batch (seq2seq.inference.prepared.merge) before one search.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,11 +86,16 @@ def finish(translator: TranslationSetup, prepared: Prepared, results: list[list[
         ]
         for ranked, joint in zip(ranks, joints)
     ]
-    if prepared.marked is None:
+    if prepared.marked is not None:
+        translations = put_back(
+            translator.aligner(), prepared.marked, prepared.owners, prepared.sources, results, translations
+        )
+    if prepared.edges is None:
         return translations
-    return put_back(
-        translator.aligner(), prepared.marked, prepared.owners, prepared.sources, results, translations
-    )
+    return [  # a paragraph's own leading and trailing whitespace, around each of its translations
+        [dataclasses.replace(t, text=f"{lead}{t.text}{trail}") for t in ranked] if lead or trail else ranked
+        for ranked, (lead, trail) in zip(translations, prepared.edges)
+    ]
 
 
 def translate(

@@ -57,6 +57,9 @@ class Prepared:
     marked: list[Marked | None] | None = None  # per text, its markup (None: plain); None: no text has any
     confidence: bool = False  # the search gives per-token log-probabilities; Translations their confidence
     separators: list[list[str]] | None = None  # per text, what joins its pieces' translations (None: spaces)
+    # per text, the whitespace before and after it, put back around its translation (segment=sentences on
+    # a text without markup; None: none)
+    edges: list[tuple[str, str]] | None = None
 
     def plain(self, texts: Sequence[str]) -> list[str]:
         """`texts` as the model read them: a text with markup as its plain text."""
@@ -109,7 +112,17 @@ def prepare(
         avoid=tuple(tuple(tokens) for tokens in banned),
         marked=marked if any(found is not None for found in marked) else None, confidence=request.confidence,
         separators=separators if segment_setting(request.segment) == "sentences" else None,
+        edges=[_edges(text, bare) for text, bare in zip(texts, plain)] if request.segment == "sentences"
+        else None,
     )  # fmt: skip
+
+
+def _edges(text: str, plain: str) -> tuple[str, str]:
+    """The whitespace a text starts and ends with (before its first tag and after its last, with markup;
+    `plain`: the text without markup)."""
+    if not plain.strip():
+        return "", ""  # nothing is translated: the text comes back as its markup puts it back
+    return text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
 
 
 def _encoded(
@@ -298,6 +311,9 @@ def merge(parts: Sequence[Prepared]) -> Prepared:
         marked=marked if any(found is not None for found in marked) else None,
         confidence=any(part.confidence for part in parts),
         separators=_merged_separators(parts),
+        edges=None
+        if all(part.edges is None for part in parts)
+        else [edge for part in parts for edge in (part.edges or [("", "")] * part.n_texts)],
     )
 
 
@@ -329,6 +345,7 @@ def text_of(prepared: Prepared, index: int) -> Prepared:
         else [prepared.marked[index]],
         confidence=prepared.confidence,
         separators=None if prepared.separators is None else [prepared.separators[index]],
+        edges=None if prepared.edges is None else [prepared.edges[index]],
     )
 
 

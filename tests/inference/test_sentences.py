@@ -3,6 +3,8 @@ batch, and the translations joined with the whitespace that stood between the se
 
 from __future__ import annotations
 
+from xml.etree import ElementTree
+
 import pytest
 from tiny_translator import tiny_translator_fixtures
 
@@ -14,12 +16,20 @@ SENTENCES = ["In the beginning God created the heaven.", "And the earth was with
 
 
 def test_a_paragraph_is_its_sentences_joined_with_their_whitespace(translator) -> None:
-    paragraph = f"{SENTENCES[0]}  {SENTENCES[1]}\n{SENTENCES[2]}"
+    paragraph = f"\n  {SENTENCES[0]}  {SENTENCES[1]}\n{SENTENCES[2]}\n"
     alone = [t.text for t in translator.translate(SENTENCES)]
     [found] = translator.translate([paragraph], segment="sentences")
-    assert found.text == f"{alone[0]}  {alone[1]}\n{alone[2]}"
+    assert found.text == f"\n  {alone[0]}  {alone[1]}\n{alone[2]}\n"  # the edges too
     [whole] = translator.translate([paragraph])  # segment=none: one sentence, as before
     assert whole.text != found.text
+
+
+def test_markup_spanning_sentences_stays_well_formed(translator) -> None:
+    paragraph = f" <p><b>{SENTENCES[0]} {SENTENCES[1][:9]}</b>{SENTENCES[1][9:]} <i>{SENTENCES[2]}</i></p>"
+    [found] = translator.translate([paragraph], segment="sentences", markup="true")
+    tags = [element.tag for element in ElementTree.fromstring(f"<r>{paragraph}</r>").iter()]
+    assert [element.tag for element in ElementTree.fromstring(f"<r>{found.text}</r>").iter()] == tags
+    assert found.text.startswith(" <p>") and found.text.endswith("</p>")
 
 
 def test_the_segmenter_keeps_every_gap_and_drops_the_edges() -> None:
