@@ -44,16 +44,19 @@ def export(cfg: DictConfig) -> Path:
     if cfg.target == "argos":
         return _export_argos(cfg, checkpoint, output)
     languages = [key for key in ("src_lang", "tgt_lang") if cfg.get(key) is not None]
-    if languages:
+    if languages and cfg.target == "huggingface":
         given = " or ".join(f"{key}=" for key in languages)
-        raise UserError(f"target={cfg.target} takes no {given}: they name an Argos Translate package's "
-                        "languages (target=argos); drop them")  # fmt: skip
+        raise UserError(f"target=huggingface takes no {given}: they name the languages a CTranslate2 "
+                        "export or an Argos Translate package records; drop them")  # fmt: skip
+    if len(languages) == 1:
+        raise UserError(f"{languages[0]}= alone: name the pair the export records, src_lang= and tgt_lang=")
     if cfg.target == "huggingface":
         return _export_huggingface(cfg, checkpoint, output)
     written = export_ctranslate2(
         checkpoint, output, weight_format=str(cfg.weight_format), force=bool(cfg.force),
         shortlist=None if cfg.shortlist is None else Path(to_absolute_path(str(cfg.shortlist))),
         torch_weights=torch_weights_setting(cfg.get("torch_weights", True)),
+        languages=(str(cfg.src_lang), str(cfg.tgt_lang)) if languages else None,
     )  # fmt: skip
     size = sum(p.stat().st_size for p in written.iterdir()) / 2**20
     family = read_metadata(written)["family"]  # which CTranslate2 class will run it

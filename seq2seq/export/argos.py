@@ -93,7 +93,8 @@ def export_argos(
         with tempfile.TemporaryDirectory() as building:
             root = Path(building) / name
             root.mkdir()
-            export_ctranslate2(checkpoint, root / MODEL, weight_format=weight_format, torch_weights=False)
+            export_ctranslate2(checkpoint, root / MODEL, weight_format=weight_format, torch_weights=False,
+                               languages=(source, target))  # fmt: skip
             (root / SENTENCEPIECE).write_bytes(loaded.src_tokenizer.to_bytes())
             (root / SPLITTER).parent.mkdir()
             write_sentence_splitter(root / SPLITTER, source)

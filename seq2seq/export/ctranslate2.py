@@ -103,6 +103,7 @@ def export_ctranslate2(
     shortlist: Path | None = None,
     torch_weights: bool = True,
     quantization: str | None = None,
+    languages: tuple[str, str] | None = None,
 ) -> Path:
     """Write `output` (a new directory): CTranslate2's model files, our tokenizers and seq2seq.json.
     `weight_format`: the type CTranslate2 stores the weights in (WEIGHT_FORMATS, default float32; int8:
@@ -111,7 +112,9 @@ def export_ctranslate2(
     `shortlist` (a file written by seq2seq-shortlist for this checkpoint) also writes it as CTranslate2's
     vocabulary map, vmap.txt, which the engine then uses (`use_vmap`); encoder-decoder models only.
     `torch_weights` also writes the model's weights as a seq2seq checkpoint (pytorch.pt, no optimizer
-    state): sentences with constraints, which CTranslate2 cannot search, are translated on them."""
+    state): sentences with constraints, which CTranslate2 cannot search, are translated on them.
+    `languages`: the (source, target) pair the metadata records (default: the one the checkpoint's training
+    recorded, if any), as a server lists and routes the model by it."""
     weight_format = _weight_format(weight_format, quantization)
     loaded = load_for_inference(checkpoint, torch.device("cpu"))
     problems = unsupported_settings(loaded.model.config)
@@ -140,7 +143,9 @@ def export_ctranslate2(
         if torch_weights:
             _write_torch_weights(checkpoint, temporary / TORCH_WEIGHTS_FILE)
         version = ctranslate2.__version__
-        _write_tokenizers_and_metadata(temporary, loaded, weight_format, version, torch_weights)
+        _write_tokenizers_and_metadata(
+            temporary, loaded, weight_format, version, torch_weights, languages or recorded_languages(loaded)
+        )
         if output.exists():
             shutil.rmtree(output)
         os.replace(temporary, output)
@@ -387,6 +392,14 @@ def _norm(spec: Any, state: dict, name: str) -> None:
     spec.gamma, spec.beta = state[f"{name}.weight"], state[f"{name}.bias"]
 
 
+def recorded_languages(loaded: LoadedModel) -> tuple[str, str] | None:
+    """The (source, target) language of a checkpoint's training config (data.src_lang, data.tgt_lang)."""
+    data = loaded.config.get("data") or {}
+    if data.get("src_lang") and data.get("tgt_lang"):
+        return str(data["src_lang"]), str(data["tgt_lang"])
+    return None
+
+
 def _write_torch_weights(checkpoint: Path, path: Path) -> None:
     """What loading a model for inference reads from `checkpoint` (weights, settings, tokenizers, step,
     tuned decoding), without the optimizer state, as a checkpoint file."""
@@ -396,8 +409,9 @@ def _write_torch_weights(checkpoint: Path, path: Path) -> None:
 
 
 def _write_tokenizers_and_metadata(
-    directory: Path, loaded: LoadedModel, weight_format: str, version: str, torch_weights: bool = False
-) -> None:
+    directory: Path, loaded: LoadedModel, weight_format: str, version: str, torch_weights: bool = False,
+    languages: tuple[str, str] | None = None,
+) -> None:  # fmt: skip
     joint = loaded.src_tokenizer is loaded.tgt_tokenizer
     if joint:
         loaded.src_tokenizer.save(directory / JOINT_TOKENIZER)
@@ -418,6 +432,8 @@ def _write_tokenizers_and_metadata(
     }
     if loaded.tuned_decoding is not None:  # the model's own tuned search settings travel with it
         metadata[PAYLOAD_KEY] = loaded.tuned_decoding
+    if languages is not None:
+        metadata["languages"] = list(languages)
     (directory / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
 
 

@@ -72,7 +72,7 @@ CTRANSLATE2_PENALTY = (
 class BuiltEngine:
     """An engine and what came with it from the files: the tokenizers, the training step, the model's
     own tuned decoding (and where it was read from, for the log line), and the (source, target)
-    languages its training config names (None for an exported model)."""
+    languages its training config names (an exported model: those its export recorded, if any)."""
 
     engine: Engine
     src_tokenizer: TextTokenizer
@@ -105,8 +105,9 @@ def build_engine(
         exported = load_exported(paths[0], device=device, precision=precision, quantization=quantization)
         metadata = f"{paths[0] / METADATA_FILE}"
         tuned = TunedDecoding.read(exported.metadata.get(PAYLOAD_KEY), f"{metadata}{CTRANSLATE2_PENALTY}")
+        recorded = exported.metadata.get("languages")  # the pair the export recorded, if any
         return BuiltEngine(exported.engine, exported.src_tokenizer, exported.tgt_tokenizer, exported.step,
-                           tuned, metadata)  # fmt: skip
+                           tuned, metadata, tuple(recorded) if recorded else None)  # fmt: skip
     loaded = load_ensemble(paths, device)
     if quantization == "int8":
         quantize_int8(loaded.model)

@@ -7,4 +7,5 @@ security.py  the API key, CORS, the warning for a server reachable from the netw
 metrics.py   GET /metrics in Prometheus' text format
 app.py       the FastAPI application: /translate, /health, /stats, /metrics, / (page.html, a plain form)
 libretranslate.py  the LibreTranslate API under /libretranslate/, for the clients that speak it
+libretranslate_files.py  its file translation: uploads, and the translated files kept for their download
 """

@@ -16,10 +16,9 @@ rate-limiting proxy in front does.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, TypeVar
@@ -28,8 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from seq2seq.errors import UserError
-from seq2seq.inference.api import nbest_json, translate_document_text
+from seq2seq.inference.api import nbest_json
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.libretranslate import add_libretranslate_routes
 from seq2seq.serve.metrics import Metrics
@@ -71,13 +69,16 @@ def create_app(
     async def lifespan(_app: FastAPI):
         yield
         models.close()  # every queued request is answered first
+        translated_files.close()  # the LibreTranslate API's files not downloaded: deleted
 
     app = FastAPI(title="seq2seq", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     allow_origins(app, list(cors_origins))
     metrics.watch(lambda: models.waiting, lambda: models.healthy)
     page = resources.files("seq2seq.serve").joinpath("page.html").read_text(encoding="utf-8")
     _add_error_handlers(app)
-    add_libretranslate_routes(app, models, limits=limits, api_key=api_key, timeout=request_timeout_s)
+    translated_files = add_libretranslate_routes(
+        app, models, limits=limits, api_key=api_key, timeout=request_timeout_s
+    )
     _add_monitoring(app, models, metrics, api_key=api_key, error_delay_ms=error_delay_ms)
 
     @app.get("/", response_class=HTMLResponse)
@@ -177,43 +178,11 @@ def _model_name(routed: Routed) -> str:
 
 async def _files(models: ServedModels, parsed: ParsedRequest, start: float, deadline: float) -> Response:
     """ "format": html | xliff | po: each text is a whole file, translated segment by segment through the
-    batcher (seq2seq.inference.document_formats, in a worker thread that waits for the batcher's answers)."""
-    loop = asyncio.get_running_loop()
-    served: dict[str, None] = {}  # the names of the models that translated, in order
-
-    async def search(file: int, texts: list[str], markup: str) -> list[str]:
-        languages = {
-            name: codes[file] if isinstance(codes, list) else codes
-            for name, codes in (("src_lang", parsed.src_lang), ("tgt_lang", parsed.tgt_lang))
-        }
-        segments = dataclasses.replace(parsed, texts=texts, format="text", **languages)
-        routed = await models.translate(segments, markup=markup)
-        served.update(dict.fromkeys(routed.names))
-        return [ranked[0].text for ranked in routed.ranked]
-
-    def segments_of(file: int) -> Callable[[Any, str], list[str]]:
-        def segments(texts: Any, markup: str) -> list[str]:
-            if not texts:
-                return []
-            remaining = max(0.0, deadline - loop.time())
-            found = asyncio.run_coroutine_threadsafe(search(file, list(texts), markup), loop)
-            return found.result(timeout=remaining)
-
-        return segments
-
-    def translate_all() -> list[str]:
-        return [translate_document_text(text, parsed.format, segments_of(file))
-                for file, text in enumerate(parsed.texts)]  # fmt: skip
-
-    try:
-        files = await asyncio.to_thread(translate_all)
-    except UserError as error:
-        raise HTTPError(422, str(error)) from None
-    except TimeoutError:
-        raise HTTPError(504, "no answer within request_timeout_s; the request was dropped") from None
+    batcher (ServedModels.translate_documents)."""
+    files, names = await models.translate_documents(parsed, deadline)
     milliseconds = (time.perf_counter() - start) * 1000
     log.info("POST /translate: %d %s file(s), %.0f ms", len(files), parsed.format, milliseconds)
-    name = "+".join(served) or models.default.name
+    name = "+".join(names) or models.default.name
     return JSONResponse({"model": name, "milliseconds": round(milliseconds, 1), "translations": files})
 
 

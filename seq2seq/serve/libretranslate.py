@@ -1,6 +1,7 @@
 """The LibreTranslate API, for the clients that speak it (libretranslatepy, Mastodon, Discourse, Weblate,
 browser add-ons): `POST /translate`, `POST /detect`, `GET /languages` and `GET /frontend/settings` under
-the prefix PREFIX, so that such a client takes `http://host:8080/libretranslate/` as its server.
+the prefix PREFIX, so that such a client takes `http://host:8080/libretranslate/` as its server; file
+translation (`POST /translate_file`, `GET /download_file/<name>`) is seq2seq.serve.libretranslate_files.
 
 An adapter only: each request becomes the one TranslationRequest of seq2seq.inference.request and goes
 through the same checks, batches and limits as our own API (seq2seq.serve.requests, the batcher).
@@ -26,6 +27,7 @@ from fastapi.responses import JSONResponse
 
 from seq2seq.errors import UserError
 from seq2seq.inference.api import AUTO, language_name
+from seq2seq.serve.libretranslate_files import EXTENSIONS, Adapter, TranslatedFiles, add_file_routes
 from seq2seq.serve.requests import HTTPError, Limits, ParsedRequest, read_limited
 from seq2seq.serve.served_models import Routed, ServedModels
 
@@ -36,8 +38,9 @@ STATUS = {413: 400, 422: 400, 503: 429}  # our refusals as LibreTranslate answer
 
 def add_libretranslate_routes(
     app: FastAPI, models: ServedModels, *, limits: Limits, api_key: str | None, timeout: float
-) -> None:
-    """The LibreTranslate routes under PREFIX, over the server's models."""
+) -> TranslatedFiles:
+    """The LibreTranslate routes under PREFIX, over the server's models; returns the store of translated
+    files, which the server closes at shutdown."""
 
     @app.post(f"{PREFIX}/translate")
     async def translate(request: Request) -> JSONResponse:
@@ -56,6 +59,10 @@ def add_libretranslate_routes(
     @app.get(f"{PREFIX}/frontend/settings")
     async def settings() -> JSONResponse:
         return JSONResponse(frontend_settings(models, limits, api_key))
+
+    check_key, pair = (lambda fields: _check_key(fields, api_key)), (lambda fields: _pair(fields, models))
+    adapter = Adapter(PREFIX, STATUS, check_key, pair)  # what the file routes share with these
+    return add_file_routes(app, models, adapter, limits=limits, timeout=timeout)
 
 
 async def _answer(request: Request, limits: Limits, api_key: str | None, work: Callable) -> JSONResponse:
@@ -201,8 +208,8 @@ def frontend_settings(models: ServedModels, limits: Limits, api_key: str | None)
     target = source["targets"][0] if source["targets"] else source["code"]
     return {
         "charLimit": limits.max_chars, "frontendTimeout": 500, "apiKeys": api_key is not None,
-        "keyRequired": api_key is not None, "suggestions": False, "filesTranslation": False,
-        "supportedFilesFormat": [],
+        "keyRequired": api_key is not None, "suggestions": False, "filesTranslation": True,
+        "supportedFilesFormat": list(EXTENSIONS),
         "language": {"source": {"code": source["code"], "name": source["name"]},
                      "target": {"code": target, "name": language_name(target)}},
     }  # fmt: skip

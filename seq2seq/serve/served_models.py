@@ -15,21 +15,31 @@ worker thread, queue and batches); ServedModels routes every text by its languag
 The texts of one request that go to different models are searched by each, concurrently, and answered
 together in their order. With one model nothing is routed: a request goes to it as it is, so the server
 answers exactly as the model's Translator does in Python (its own errors for codes it lacks).
+
+Whole files (our API's "format": html | xliff | po, the LibreTranslate API's file uploads) take the same
+path: `translate_documents` reads each file in a worker thread (seq2seq.inference.document_formats) and
+sends its segments through `translate`, so they are batched and routed as any request's texts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seq2seq.errors import UserError
-from seq2seq.inference.api import AUTO, Translator, detect, language_name
+from seq2seq.inference.api import AUTO, Translator, detect, language_name, translate_document_text
 from seq2seq.serve.batcher import Answer, BatchingTranslator
 from seq2seq.serve.requests import HTTPError, ParsedRequest, prepare_request
+
+# (segments, markup mode) -> their translations; a reader of one kind of file: (the file, Segments) -> the
+# file with its segments translated (seq2seq.inference.document_formats' Translate and handlers)
+Segments = Callable[[Sequence[str], str], list[str]]
+Document = Callable[[str, Segments], str]
+FILE_SAMPLE = 10_000  # characters of a file's segments that tell its language (auto_per_file)
 
 
 class ServedModel:
@@ -170,6 +180,73 @@ class ServedModels:
                 ranked[index], names[index] = nbest, self.models[number].name
         return Routed(ranked, names, detected)
 
+    async def translate_documents(
+        self, parsed: ParsedRequest, deadline: float, *, route: bool = False,
+        document: Document | None = None, auto_per_file: bool = False,
+    ) -> tuple[list[str], list[str]]:  # fmt: skip
+        """Each text of `parsed` a whole file in its `format` (or read by `document`), its segments translated
+        as `translate` translates texts (`route`: as there), from a worker thread that waits for the
+        batchers' answers until `deadline` (the event loop's clock): (the files, the names of the models
+        that translated, in order). src_lang=auto is detected per segment, as for texts, or with
+        `auto_per_file` once per file, over its segments together. A file the reader refuses: 422; no
+        answer by the deadline: 504, and the segments still queued are dropped."""
+        loop = asyncio.get_running_loop()
+        served: dict[str, None] = {}  # the names of the models that translated, in order
+        file_languages: dict[int, str] = {}  # with auto_per_file: each file's detected language
+
+        async def search(file: int, texts: list[str], markup: str) -> list[str]:
+            languages = {
+                name: codes[file] if isinstance(codes, list) else codes
+                for name, codes in (("src_lang", parsed.src_lang), ("tgt_lang", parsed.tgt_lang))
+            }
+            if auto_per_file and (languages["src_lang"] or self.src_lang) == AUTO:
+                if file not in file_languages:
+                    file_languages[file] = self._file_language(file, texts)
+                languages["src_lang"] = file_languages[file]
+            segments = dataclasses.replace(parsed, texts=texts, format="text", **languages)
+            routed = await self.translate(segments, markup=markup, route=route)
+            served.update(dict.fromkeys(routed.names))
+            return [ranked[0].text for ranked in routed.ranked]
+
+        def segments_of(file: int) -> Segments:
+            def segments(texts: Sequence[str], markup: str) -> list[str]:
+                if not texts:
+                    return []
+                found = asyncio.run_coroutine_threadsafe(search(file, list(texts), markup), loop)
+                try:
+                    return found.result(timeout=max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    found.cancel()  # its search leaves the queue if it has not started
+                    raise
+
+            return segments
+
+        def read(text: str, segments: Segments) -> str:
+            return translate_document_text(text, parsed.format, segments)
+
+        def translate_all() -> list[str]:
+            return [(document or read)(text, segments_of(file)) for file, text in enumerate(parsed.texts)]
+
+        try:
+            files = await asyncio.to_thread(translate_all)
+        except UserError as error:
+            raise HTTPError(422, str(error)) from None
+        except TimeoutError:
+            raise HTTPError(504, "no answer within request_timeout_s; the request was dropped") from None
+        return files, list(served)
+
+    def _file_language(self, file: int, texts: Sequence[str]) -> str:
+        """The language of a file's segments, detected over them together (their first FILE_SAMPLE
+        characters); a 422 naming a language no model reads."""
+        try:
+            [item] = self.detect(["\n".join(texts)[:FILE_SAMPLE]])
+        except UserError as error:
+            raise HTTPError(422, str(error)) from None
+        if item.code is None:
+            raise HTTPError(422, f"file {file} reads as {item.name} ({item.iso}); this server translates "
+                                 f"from {', '.join(self.sources())} only")  # fmt: skip
+        return item.code
+
     def _resolve_auto(self, texts: Sequence[str], src: list[str | None]) -> list[Any] | None:
         """Replaces each src_lang=auto of a text in `src` by its detected language (a text in a language no
         model reads: a 422 naming it); the detections, per text (None where not asked)."""
@@ -226,4 +303,4 @@ def model_names(checkpoints: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-__all__ = ["Routed", "ServedModel", "ServedModels", "model_names"]
+__all__ = ["Document", "Routed", "Segments", "ServedModel", "ServedModels", "model_names"]

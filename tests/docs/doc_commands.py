@@ -295,7 +295,13 @@ def curl(session: Session, command: str) -> None:
     """Against the server a line before started: /translate answers translations, others a body."""
     assert session.server is not None, "a curl line needs the seq2seq-serve line before it"
     output = session.bash(session.with_port(command)).stdout
-    if "/libretranslate/translate" in command:
+    if "/libretranslate/translate_file" in command:  # the answer names the file; `-o NAME`: fetched there
+        saved = re.search(r"curl .*-o (\S+)$", command)
+        if saved:
+            assert (session.root / saved.group(1)).read_text(encoding="utf-8").strip(), output
+        else:
+            assert "/libretranslate/download_file/" in json.loads(output)["translatedFileUrl"], output
+    elif "/libretranslate/translate" in command:
         assert isinstance(json.loads(output).get("translatedText"), str), output
     elif "/libretranslate/languages" in command:
         assert isinstance(json.loads(output), list), output

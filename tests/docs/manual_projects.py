@@ -245,6 +245,14 @@ def kept_toy_corpus(session: Session, command: str) -> None:
     assert lines == TRAIN_PAIRS, f"`{command}` rebuilt the corpus ({lines} training lines)"
 
 
+def argos(session: Session, command: str) -> None:
+    """An Argos Translate command as written, with argostranslate's packages, settings and caches (the
+    XDG folders it reads when imported) in the project directory rather than the user's home."""
+    home = session.root / "argos-home"
+    session.env.update({f"XDG_{kind.upper()}_HOME": str(home / kind) for kind in ("data", "config", "cache")})
+    session.bash(command)
+
+
 def server_help(session: Session, command: str) -> None:
     """A server that runs until stopped (TensorBoard): `--help` only."""
     session.bash(f"{words(command)[0]} --help")

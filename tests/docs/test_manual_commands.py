@@ -44,6 +44,9 @@ Run as written (slow: `test_every_runnable_manual_command_runs`)
     a variable        `export NAME=...` is evaluated and NAME kept for the page's later commands
     a sweep's date    `multirun/<run>/<date>` is the newest sweep directory there
     a server's help   TensorBoard, a server that runs until stopped: `--help`
+    Argos's home      argostranslate's commands (argospm, argos-translate, `python -c` code importing it) get
+                      XDG_DATA_HOME, XDG_CONFIG_HOME and XDG_CACHE_HOME in the project directory: packages
+                      installed there, never in the home directory of whoever runs the tests
 
 Budget: about four minutes of CPU on one thread (OMP_NUM_THREADS=1) for the slow run.
 """
@@ -76,6 +79,7 @@ from manual_projects import (
     BASE_RUN_OVERRIDES,
     MANUAL_TRAIN_OVERRIDES,
     Project,
+    argos,
     export_variable,
     kept_toy_corpus,
     manual_train,
@@ -222,7 +226,13 @@ RULES: dict[str, list[Rule]] = {
         Rule(r"python benchmarks/terminology\.py --build-only", as_written),
         not_run(r"python benchmarks/terminology\.py --checkpoint .*", TERMS),
     ],
-    "libretranslate.md": [Rule(r"seq2seq-serve .*", serve), Rule(r"curl .*", page_curl)],
+    "libretranslate.md": [
+        Rule(r"seq2seq-serve .*", serve),
+        Rule(r"curl .*", page_curl),
+        Rule(r"printf .* > letter\.txt", as_written),
+        Rule(r"seq2seq-export .* target=argos .*", as_written),
+        Rule(r"python -c \"from argostranslate import .*\"|argospm list|argos-translate .*", argos),
+    ],
     "markup.md": [
         not_run(r"python benchmarks/markup\.py .*", BENCHMARK),
         Rule(r"seq2seq-prepare .*", kept_toy_corpus),

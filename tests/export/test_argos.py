@@ -203,7 +203,7 @@ def test_the_export_command_names_the_languages_and_stores_int8(tmp_path: Path, 
     ("overrides", "message"),
     [
         (["target=argos", "shortlist=sl.pt"], "shortlist= is exported as CTranslate2's vocabulary map"),
-        (["target=ctranslate2", "src_lang=en"], "target=ctranslate2 takes no src_lang="),
+        (["target=ctranslate2", "src_lang=en"], "src_lang= alone: name the pair the export records"),
         (["target=huggingface", "src_lang=en", "tgt_lang=es"], "takes no src_lang= or tgt_lang="),
     ],
 )

@@ -107,6 +107,8 @@ def test_languages_detect_and_settings(client: TestClient) -> None:
     assert detected[0]["language"] == "es" and 0 < detected[0]["confidence"] <= 100
     settings = client.get(f"{PREFIX}/frontend/settings").json()
     assert settings["charLimit"] == 200 and settings["keyRequired"] is True
+    assert settings["filesTranslation"] is True  # seq2seq.serve.libretranslate_files
+    assert settings["supportedFilesFormat"] == [".txt", ".html", ".htm", ".xlf", ".xliff", ".po"]
 
 
 @pytest.mark.slow
