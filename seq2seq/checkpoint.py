@@ -30,7 +30,7 @@ from seq2seq.files import atomic_output
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 VERSION_KEY = "format_version"
 # Names the rotation never deletes, whatever pattern it is given.
 PROTECTED_NAMES = frozenset({"last.pt", "best.pt"})
@@ -80,8 +80,17 @@ def _tuned_decoding_v3(payload: Payload) -> Payload:
     return payload
 
 
+def _lora_v4(payload: Payload) -> Payload:
+    """Version 3 -> 4: a checkpoint may hold LoRA adapters beside its weights (``lora``, merged by
+    ``model_weights``); an older payload holds none. The version changed so that a release which cannot
+    merge adapters refuses such a file instead of loading the weights without them."""
+    return payload
+
+
 # MIGRATIONS[v] upgrades a version-v payload to version v + 1; ``migrate`` chains them on load.
-MIGRATIONS: dict[int, Callable[[Payload], Payload]] = {1: _model_settings_v2, 2: _tuned_decoding_v3}
+MIGRATIONS: dict[int, Callable[[Payload], Payload]] = {
+    1: _model_settings_v2, 2: _tuned_decoding_v3, 3: _lora_v4
+}  # fmt: skip
 
 # What torch.load raises on damaged bytes (seen by truncating and flipping bytes of real files).
 _DAMAGED_FILE_ERRORS = (
@@ -294,3 +303,31 @@ def rotate_checkpoints(
         path.unlink(missing_ok=True)
         log.info("removed old checkpoint %s", path)
     return doomed
+
+
+LORA_KEY = "lora"  # a LoRA run's adapters and their settings, beside "model" (seq2seq.train.lora)
+
+
+def model_weights(payload: Payload) -> dict[str, torch.Tensor]:
+    """The checkpoint's model as an ordinary model's state dict: ``payload["model"]``, with a LoRA run's
+    adapters (``payload["lora"]``: rank, alpha and ``<layer>.lora_a`` A (r, in), ``<layer>.lora_b``
+    B (out, r)) merged into the weights they adapt, W + (alpha / r) · B A, computed in float32.
+
+    The one place adapters are merged: inference, averaging, export and init_from read a checkpoint's
+    model here, so a LoRA checkpoint is an ordinary model to each of them.
+    """
+    weights = payload["model"]
+    lora = payload.get(LORA_KEY)
+    if lora is None:
+        return weights
+    scaling = float(lora["alpha"]) / int(lora["rank"])
+    merged = dict(weights)
+    adapters = lora["adapters"]
+    for layer in (key.removesuffix(".lora_a") for key in adapters if key.endswith(".lora_a")):
+        weight = weights.get(f"{layer}.weight")
+        if weight is None or f"{layer}.lora_b" not in adapters:
+            raise UserError(f"the checkpoint's LoRA adapter {layer} has no weight to merge into (or no "
+                            "lora_b); the checkpoint is damaged: use another one")  # fmt: skip
+        a, b = adapters[f"{layer}.lora_a"].float(), adapters[f"{layer}.lora_b"].float()
+        merged[f"{layer}.weight"] = torch.addmm(weight.float(), b, a, alpha=scaling).to(weight.dtype)
+    return merged

@@ -83,7 +83,7 @@ def test_a_version_1_checkpoint_rebuilds_the_same_model(tmp_path: Path, case: st
     write_version_1(path, old, settings, with_run_config=True)
 
     payload = load_checkpoint(path)
-    assert payload["format_version"] == FORMAT_VERSION == 3
+    assert payload["format_version"] == FORMAT_VERSION == 4
     config = payload["model_config"]
     assert "attention" not in config and "tie_embeddings" not in config
     assert config["attention_backend"] == "manual"

@@ -43,6 +43,7 @@ from seq2seq.train.fingerprint import SAME_NUMBERS_MODEL_KEYS, settings_fingerpr
 from seq2seq.train.finish import FinishSettings
 from seq2seq.train.freezing import freeze_parameters
 from seq2seq.train.loop import Trainer, TrainerOptions
+from seq2seq.train.lora import add_adapters, lora_settings
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import (
     check_resume,
@@ -82,6 +83,8 @@ def qe_fingerprint(cfg: DictConfig, data_dir: Path) -> dict[str, Any]:
     }
     if config["trainer"].get("freeze"):  # only when used: older runs keep their fingerprints
         chosen["trainer"]["freeze"] = config["trainer"]["freeze"]
+    if config["trainer"].get("lora") is not None:  # likewise, completed with its defaults
+        chosen["trainer"]["lora"] = lora_settings(config["trainer"]["lora"]).record()
     files = {name: data_dir / name for name in ("train.tsv", "dev.tsv", TOKENIZER_FILES["src"])}
     if (data_dir / TOKENIZER_FILES["tgt"]).is_file():
         files[TOKENIZER_FILES["tgt"]] = data_dir / TOKENIZER_FILES["tgt"]
@@ -119,6 +122,7 @@ def train_qe(cfg: DictConfig) -> float | None:
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
     write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
     model = build_qe_model(cfg, src_tokenizer, tgt_tokenizer, device, initialise=checkpoint is None)
+    add_adapters(model, options.lora)  # the head trains only if trainer.lora.train names it: ["head.*"]
     freeze_parameters(model, options.freeze)
     datasets = read_datasets(data_dir, src_tokenizer, tgt_tokenizer, model.max_positions)
     extras = {"config": OmegaConf.to_container(cfg, resolve=True), "model_config": model.config,

@@ -48,12 +48,13 @@ from seq2seq.files import atomic_output
 from seq2seq.model import check_embedding_sharing, count_parameters
 from seq2seq.model.families import DECODER_ONLY, ENCODER_DECODER, ENCODER_ONLY
 from seq2seq.nn.linear import bound_onednn_caches
-from seq2seq.train import distributed
+from seq2seq.train import distributed, sharding
 from seq2seq.train.fingerprint import run_fingerprint
 from seq2seq.train.finish import FinishSettings, finish_run, objective
 from seq2seq.train.freezing import freeze_parameters
 from seq2seq.train.init_from import StartingPoint, build_starting_model
-from seq2seq.train.loop import Trainer, TrainerOptions
+from seq2seq.train.loop import Trainer, TrainerOptions, run_precision
+from seq2seq.train.lora import add_adapters, check_alignment_query
 from seq2seq.train.objective import TrainingLoss
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.run_dir import (
@@ -63,6 +64,7 @@ from seq2seq.train.run_dir import (
     release_run_directory,
 )
 from seq2seq.train.schedules import ScheduledLR
+from seq2seq.train.sharded_checkpoint import check_resume_strategy
 from seq2seq.train.snapshots import Snapshots
 from seq2seq.train.validation import DevDirection, Validator, direction_key
 
@@ -135,7 +137,9 @@ def train(cfg: DictConfig) -> float | None:
     fingerprint = run_fingerprint(OmegaConf.to_container(cfg, resolve=True), corpus_files(cfg.data),
                                   init_from=None if start is None else start.path)  # fmt: skip
     resumed = None if checkpoint is None else check_resume(checkpoint, run_dir, fingerprint)
-    model = build_run_model(cfg, data, device, start=start, freeze=options.freeze)
+    if resumed is not None:  # its strategy and an fsdp checkpoint's sharded state, before any write
+        check_resume_strategy(checkpoint, resumed, options.strategy)
+    model = build_run_model(cfg, data, device, start=start, freeze=options.freeze, lora=options.lora)
     if distributed.is_main():
         write_hydra_records(run_dir, cfg)  # only now: a refused command leaves the directory as it was
     snapshots = open_snapshots(run_dir, finish, resumed)
@@ -150,7 +154,8 @@ def train(cfg: DictConfig) -> float | None:
     log.info("training in %s on %s (%s); TensorBoard logs in %s", run_dir, device, trainer.precision,
              run_dir / "tensorboard")  # fmt: skip
     state = trainer.fit()
-    finished = finish_and_summarise(run_dir, cfg, trainer, model, data, finish, state)
+    final_model = trainer.evaluation_model()  # the model itself, or with fsdp a whole copy on rank 0
+    finished = finish_and_summarise(run_dir, cfg, trainer, final_model, data, finish, state)
     distributed.shutdown()
     exit_if_stopped(trainer)
     return objective(finished, state.best_bleu)
@@ -236,10 +241,11 @@ def corpus_files(data: DictConfig) -> dict[str, Path]:
 
 def build_run_model(
     cfg: DictConfig, data: RunData, device: torch.device, *, start: StartingPoint | None = None,
-    freeze: list[str] | None = None,
+    freeze: list[str] | None = None, lora: dict[str, Any] | None = None,
 ) -> nn.Module:  # fmt: skip
     """The configured model, sized by the trained tokenizer, with identical initial weights on every rank;
-    or init_from's model with its weights (`start`). `freeze`: trainer.freeze's name patterns."""
+    or init_from's model with its weights (`start`). `freeze`: trainer.freeze's name patterns; `lora`:
+    trainer.lora, adapters added (and all else frozen) before `freeze` applies (seq2seq.train.lora)."""
     torch.manual_seed(int(cfg.seed))
     corpus = data.corpus
     if start is not None:
@@ -250,6 +256,7 @@ def build_run_model(
             pad_id=corpus.pad_id, _convert_="all",
         ).to(device)  # fmt: skip
     log.info("model: %s parameters, %s", f"{count_parameters(model):,}", OmegaConf.to_container(cfg.model))
+    check_alignment_query(add_adapters(model, lora), float(cfg.loss.get("alignment_weight") or 0.0))
     freeze_parameters(model, freeze)
     return model
 
@@ -269,11 +276,14 @@ def build_trainer(
     """Optimizer, schedule, validation, reporting and checkpoint contents around the model; every
     checkpoint carries the run's settings fingerprint (seq2seq.train.fingerprint) for resume checks;
     `on_update` runs after every update (snapshots for trainer.average_fraction)."""
+    if options.strategy == sharding.FSDP:  # before the optimizer: fully_shard replaces the parameters
+        options.precision = run_precision(options, device)  # the policy's and the trainer's autocast's
+        model = sharding.fsdp_model(model, device, options.precision)
     optimizer = instantiate(cfg.optim)(model)
     scheduler = ScheduledLR(optimizer, instantiate(cfg.schedule))
     seed_everything(int(cfg.seed) + distributed.rank())  # dropout streams differ per rank
     wrapped = model
-    if distributed.world_size() > 1:
+    if distributed.world_size() > 1 and options.strategy == sharding.DDP:
         device_ids = [device.index] if device.type == "cuda" else None
         wrapped = torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
     main = distributed.is_main()

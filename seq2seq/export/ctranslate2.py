@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+from seq2seq.checkpoint import load_checkpoint, model_weights, save_checkpoint
 from seq2seq.errors import UserError, warn_renamed_keyword
 from seq2seq.files import temporary_path
 from seq2seq.inference.api import (
@@ -404,8 +404,9 @@ def _write_torch_weights(checkpoint: Path, path: Path) -> None:
     """What loading a model for inference reads from `checkpoint` (weights, settings, tokenizers, step,
     tuned decoding), without the optimizer state, as a checkpoint file."""
     payload = load_checkpoint(checkpoint, map_location="cpu", mmap=True)
-    kept = ("model", "model_config", "tokenizer", "step", "config", PAYLOAD_KEY)
-    save_checkpoint(path, {key: payload[key] for key in kept if key in payload})
+    kept = ("model_config", "tokenizer", "step", "config", PAYLOAD_KEY)
+    weights = model_weights(payload)  # a LoRA run's adapters merged, as load_for_inference merges them
+    save_checkpoint(path, {"model": weights, **{key: payload[key] for key in kept if key in payload}})
 
 
 def _write_tokenizers_and_metadata(

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from seq2seq.checkpoint import load_checkpoint
+from seq2seq.checkpoint import load_checkpoint, model_weights
 from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.tuned_decoding import PAYLOAD_KEY
@@ -49,7 +49,7 @@ def load_for_inference(path: Path, device: torch.device) -> LoadedModel:
         )
     model = build_from_config(usable_model_config(payload["model_config"], device))
     try:
-        model.load_state_dict(payload["model"])
+        model.load_state_dict(model_weights(payload))  # a LoRA run's adapters merged
     except RuntimeError as error:
         first_line = str(error).strip().splitlines()[0]
         raise UserError(f"checkpoint {path} weights do not match its model settings ({first_line})") from None

@@ -173,7 +173,7 @@ class Decoder(Stack):
         """
         pooled, keep, positions = self.downsampler(memory.states, memory.keep)
         packing = Packing.of(keep)
-        return [layer.cross_attn.project_memory(pooled, packing) for layer in self.layers], keep, positions
+        return [layer.project_memory(pooled, packing) for layer in self.layers], keep, positions
 
     def forward(self, tgt_in: Tensor, memory: EncoderOutput) -> Tensor:
         """Shapes: tgt_in (B, T), memory.states (B, S, D) -> (B, T, D)."""

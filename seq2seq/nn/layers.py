@@ -13,6 +13,7 @@ from seq2seq.nn.attention import AttentionContext, CrossAttention, SelfAttention
 from seq2seq.nn.dropout import Dropout
 from seq2seq.nn.kv_cache import KVCache
 from seq2seq.nn.linear import Linear
+from seq2seq.nn.packing import Packing
 
 ACTIVATIONS = ("relu", "gelu", "swiglu", "silu")
 NORMS = ("pre", "post")
@@ -119,6 +120,12 @@ class DecoderLayer(nn.Module):
         x = self.self_block(x, lambda h: self.self_attn(h, self_context, cache))
         x = self.cross_block(x, lambda h: self.cross_attn(h, memory_kv, cross_context))
         return self.ffn_block(x, self.ffn)
+
+    def project_memory(self, memory: Tensor, packing: Packing | None = None) -> tuple[Tensor, Tensor]:
+        """This layer's cross-attention keys and values of the memory, computed once per source: a method
+        of the layer, so that a sharded layer (trainer.strategy=fsdp) gathers its weights for it.
+        Shapes: memory (B, S', D) -> k, v: (B, H, S', Dh)."""
+        return self.cross_attn.project_memory(memory, packing)
 
     def cross_attention_probabilities(
         self,

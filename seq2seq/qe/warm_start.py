@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.checkpoint import load_checkpoint
+from seq2seq.checkpoint import load_checkpoint, model_weights
 from seq2seq.errors import UserError
 from seq2seq.model.encoder_only import EncoderOnly
 from seq2seq.model.families import ENCODER_DECODER
@@ -48,7 +48,7 @@ def warm_start(model: EncoderOnly, path: Path) -> None:
     if layers > int(config["encoder_layers"]):
         raise UserError(f"model.layers={layers} but init_from={path} has {config['encoder_layers']} encoder "
                         f"layers; set model.layers <= {config['encoder_layers']}")  # fmt: skip
-    weights = payload["model"]
+    weights = model_weights(payload)  # a LoRA run's adapters merged
     state = model.state_dict()
     copied = 0
     for name in state:

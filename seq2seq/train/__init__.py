@@ -9,9 +9,12 @@ loop.py         Trainer: updates, stopping rules, validation, checkpoints, exact
 validation.py   dev loss, dev BLEU/chrF from real decoding, samples, attention picture
 reporting.py    progress bar, log lines, TensorBoard
 distributed.py  data parallelism under torchrun (gloo on CPU, NCCL on GPUs)
+sharding.py     trainer.strategy: ddp replicas or FSDP2 shards of the model over the ranks
+sharded_checkpoint.py  an fsdp run's checkpoints: sharded state beside whole weights, resumable on any ranks
 rng.py          every global random generator's state, for exact resumption
 init_from.py    a fine-tuning run's starting checkpoint: architecture, tokenizers, weights, checked
 freezing.py     trainer.freeze: parameters left as they are, by name pattern
+lora.py         trainer.lora: low-rank adapters trained in place of the weights, saved beside them
 fingerprint.py  the settings that define a run's model and data, checked on resume
 run_dir.py      a run directory holds one run: no fresh start among another run's files
 snapshots.py    weights-only snapshots for trainer.average_fraction

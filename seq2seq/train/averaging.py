@@ -5,7 +5,9 @@ free. The result keeps everything else from the newest input (model_config, conf
 step...) except optimizer, scheduler and grad-scaler state: those describe the newest weights,
 not the average, and would only make the file larger. Weights shared inside a checkpoint (tied
 embeddings) stay shared in the result. The inputs must hold one model: one family, the same parameters
-and shapes, the same model settings (those in HOW_IT_RUNS may differ). Used by seq2seq-average and by
+and shapes, the same model settings (those in HOW_IT_RUNS may differ). A LoRA run's checkpoint is
+merged first (seq2seq.checkpoint.model_weights), so the mean is of the models translated with and the
+result an ordinary checkpoint, without adapters. Used by seq2seq-average and by
 seq2seq-train's `trainer.average_last` and `trainer.average_fraction` (seq2seq.train.finish), which
 score the average on the whole dev set (or, with fewer than two checkpoints, the final weights: one
 metric either way).
@@ -21,14 +23,16 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+from seq2seq.checkpoint import LORA_KEY, load_checkpoint, model_weights, save_checkpoint
 from seq2seq.errors import UserError
 from seq2seq.model import family_of
+from seq2seq.train.lora import load_merged_weights
 
 log = logging.getLogger(__name__)
 
 NUMBERED = re.compile(r"checkpoint_(\d+)\.pt")
-TRAINING_STATE_KEYS = ("optimizer", "scheduler", "scaler", "grad_scaler")
+# sharded_state: where an fsdp run keeps its optimizer state (seq2seq.train.sharded_checkpoint)
+TRAINING_STATE_KEYS = ("optimizer", "scheduler", "scaler", "grad_scaler", "sharded_state")
 # Model settings that leave what the weights compute unchanged: checkpoints may differ in these only.
 HOW_IT_RUNS = (
     "attention_backend",
@@ -72,7 +76,7 @@ def _model_state(payload: dict[str, Any], path: Path) -> dict[str, Tensor]:
     state = payload.get("model")
     if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
         raise UserError(f"{path} has no 'model' state dict; pass checkpoints written by seq2seq-train")
-    return state
+    return model_weights(payload)  # a LoRA run's adapters merged: each checkpoint's model, then the mean
 
 
 def _check_same_family(reference: dict[str, Any], config: dict[str, Any], first: Path, path: Path) -> None:
@@ -161,7 +165,7 @@ def average_checkpoints(paths: Sequence[Path]) -> dict[str, Any]:
     dropped = [key for key in TRAINING_STATE_KEYS if key in payload]
     if dropped:
         log.info("dropping training state %s from the averaged checkpoint", ", ".join(dropped))
-    kept = {k: v for k, v in payload.items() if k not in dropped and k != "format_version"}
+    kept = {k: v for k, v in payload.items() if k not in (*dropped, LORA_KEY, "format_version")}
     return {**kept, "model": averaged, "averaged_from": [str(p) for p in paths]}
 
 
@@ -216,7 +220,7 @@ def average_paths_and_validate(
     """averaged.pt: the mean of the weights in `paths` (those of updates `steps`, oldest first; the newest
     file gives everything else), scored on the whole dev set; the model is left holding the average."""
     payload = average_checkpoints(paths)
-    model.load_state_dict(payload["model"])
+    load_merged_weights(model, payload)  # into a LoRA run's model too (its adapters zeroed)
     record = scored(model, validate, steps, run_dir / "averaged.pt", averaged=True, dev_pairs=dev_pairs)
     save_checkpoint(run_dir / "averaged.pt", {**payload, "averaged_dev": record})
     log.info(

@@ -15,7 +15,8 @@ tune_decoding), logging, device, threads, precision, data.workers / cache_dir, r
 
 A fine-tuning run also hashes its init_from checkpoint by content (`init_from.sha256`) and its
 trainer.freeze patterns: a run directory started from one checkpoint is never taken over by a run from
-another, nor by one that freezes other parameters. Both are in a fingerprint only when used.
+another, nor by one that freezes other parameters. Both are in a fingerprint only when used, as are
+trainer.lora's settings (seq2seq.train.lora): a LoRA run is resumed with its own adapters only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from typing import Any
 from seq2seq.data.binarize import file_digest
 from seq2seq.data.renamed_settings import current_fingerprint_settings
 from seq2seq.errors import UserError
+from seq2seq.train.lora import FINGERPRINT_KEYS as LORA_KEYS
+from seq2seq.train.lora import lora_settings
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,7 @@ CORPUS_FILES = ("train.src", "train.tgt", "dev.src", "dev.tgt")  # data.<split>.
 # a training corpus's settings besides its files (a multilingual run's languages among them)
 MIXING_KEYS = ("weight", "tag", "noise", "src_lang", "tgt_lang")
 # In a fingerprint only when used, so that a run without them keeps its older fingerprint: absent is "none"
-SET_WHEN_USED = ("data.train_mixing", "data.transforms", "trainer.freeze", "init_from.sha256")
+SET_WHEN_USED = ("data.train_mixing", "data.transforms", "trainer.freeze", "init_from.sha256", *LORA_KEYS)
 UNSET = object()
 SHOWN_DIFFERENCES = 6
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -85,6 +88,8 @@ def run_fingerprint(
     }
     if config["trainer"].get("freeze"):
         chosen["trainer"]["freeze"] = list(config["trainer"]["freeze"])
+    if config["trainer"].get("lora") is not None:  # its settings completed: {} and the defaults are one run
+        chosen["trainer"]["lora"] = lora_settings(config["trainer"]["lora"]).record()
     files = {f"data.{name}": path for name, path in corpus_files.items()}
     return settings_fingerprint(chosen, {**files, **({} if init_from is None else {"init_from": init_from})})
 

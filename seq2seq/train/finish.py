@@ -32,6 +32,7 @@ from seq2seq.train.averaging import (
     score_final_weights,
     scored,
 )
+from seq2seq.train.lora import load_merged_weights
 from seq2seq.train.snapshots import SnapshotPolicy, Snapshots
 from seq2seq.train.tune_decoding import describe, tune_decoding
 from seq2seq.train.validation import Validator
@@ -176,7 +177,7 @@ def choose_final(
         if not averaged["averaged"] and step == averaged["steps"][-1]:  # last.pt's weights: scored already
             candidates["best.pt"] = {**averaged, "checkpoint": str(best)}
         else:
-            model.load_state_dict(payload["model"])
+            load_merged_weights(model, payload)
             candidates["best.pt"] = scored(model, validate, [step], best, averaged=False, dev_pairs=dev_pairs)
     merit = {name: record.get("bleu", -record["loss"]) for name, record in candidates.items()}
     winner = max(merit, key=merit.__getitem__)  # the first on a tie: the average
@@ -195,7 +196,7 @@ def tune_and_store(
 ) -> dict[str, Any]:
     """Tune the decoding settings of `checkpoint`'s weights and store them in it (rewritten atomically)."""
     payload = load_checkpoint(checkpoint)
-    model.load_state_dict(payload["model"])
+    load_merged_weights(model, payload)
     record = {**tune_decoding(model, validator, sentences=sentences), "step": int(payload.get("step", 0))}
     save_checkpoint(checkpoint, {**payload, PAYLOAD_KEY: record})
     log.info("%s", describe(record, checkpoint.name))

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from seq2seq.checkpoint import load_checkpoint
+from seq2seq.checkpoint import load_checkpoint, model_weights
 from seq2seq.data.tokenizer_formats import TextTokenizer, tokenizer_from_bytes
 from seq2seq.data.vocabulary import GivenTokenizers
 from seq2seq.errors import UserError
@@ -95,6 +95,7 @@ def read_starting_point(path: Path) -> StartingPoint:
     _check_vocabulary(path, config, src, tgt)
     log.info("init_from: %s, a model of the %s family (update %s of its run)", path, family,
              payload.get("step", "?"))  # fmt: skip
+    weights = model_weights(payload)  # a LoRA run's adapters merged: the model it translates with
     return StartingPoint(path=path, model_config=dict(config), weights=weights, src_tokenizer=src,
                          tgt_tokenizer=tgt)  # fmt: skip
 

@@ -33,9 +33,12 @@ from seq2seq.errors import UserError
 from seq2seq.precision import autocast, resolve_precision
 from seq2seq.train import distributed
 from seq2seq.train.freezing import check_frozen
+from seq2seq.train.lora import check_adapters, load_model_state, model_state
 from seq2seq.train.objective import batch_loss
 from seq2seq.train.optim import clip_gradients
 from seq2seq.train.rng import restore_rng, rng_state
+from seq2seq.train.sharded_checkpoint import ShardedState, check_resume_strategy
+from seq2seq.train.sharding import FSDP
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,16 @@ class TrainerOptions:
     log_every: int = 50
     max_consecutive_nonfinite: int = 10
     freeze: list[str] | None = None  # name patterns of parameters frozen before the optimizer is built
+    # trainer.lora: low-rank adapters trained in place of the weights (train/lora.py), a mapping or None;
+    # typed Any because Hydra cannot merge a mapping into a null node typed as an optional dict
+    lora: Any = None
+    strategy: str = "ddp"  # how the ranks hold the model: ddp | fsdp (train/sharding.py)
+
+
+def run_precision(options: TrainerOptions, device: torch.device) -> str:
+    """trainer.precision as the run computes in it on `device` (auto resolved, as the Trainer does), for
+    what is built before the Trainer: an fsdp run's mixed-precision policy (train/sharding.py)."""
+    return resolve_precision(options.precision, device)
 
 
 @dataclass
@@ -101,6 +114,7 @@ class Trainer:
         by default; seq2seq.qe.training.qe_batch_loss for a QE model). Parameters `options.freeze` names
         must be frozen already (seq2seq.train.freezing.freeze_parameters, before the optimizer)."""
         check_frozen(distributed.unwrapped(model), optimizer, options.freeze)
+        check_adapters(distributed.unwrapped(model), options.lora)  # added before the optimizer was built
         self.model = model
         self.optimizer = optimizer
         self.scheduler = scheduler
@@ -114,6 +128,9 @@ class Trainer:
         self.options = options
         self.device, self.on_update, self.objective = device, on_update, objective
         self.precision = resolve_precision(options.precision, device)  # auto: the one place it is chosen
+        # fsdp: the model and optimizer state in shards on disk, the weights gathered to save and validate
+        fsdp = options.strategy == FSDP
+        self.sharded = ShardedState(model, optimizer, output_dir, device) if fsdp else None
         self.state = TrainState()
         self.started_at = time.time()  # temporaries older than this are leftovers of an interrupted run
         self.stop_requested: str | None = None  # why the run stopped, as every rank agreed
@@ -292,8 +309,9 @@ class Trainer:
         """Validate (on the main process), append the history record and report it; a `candidate` for
         best.pt and early stopping is counted. Returns whether it is a new best."""
         metrics: dict[str, Any] = {}
+        evaluated = self.evaluation_model()  # with fsdp, a gather on every rank
         if self.validate_fn is not None and distributed.is_main():
-            metrics = self.validate_fn(self._unwrapped(), self.state.step)
+            metrics = self.validate_fn(evaluated, self.state.step)
         record = {"step": self.state.step, "minutes": self.state.elapsed_seconds / 60}
         record.update({k: float(v) for k, v in metrics.items() if isinstance(v, (int, float))})
         self.state.history.append(record)
@@ -325,11 +343,16 @@ class Trainer:
     def _unwrapped(self) -> nn.Module:
         return distributed.unwrapped(self.model)
 
+    def evaluation_model(self) -> nn.Module | None:
+        """The model with its current weights as one process runs it (validation, the end of a run). With
+        fsdp every rank must call it (a gather): rank 0 gets a whole copy, the others None."""
+        return self._unwrapped() if self.sharded is None else self.sharded.evaluation_model(self.state.step)
+
     def payload(self) -> dict[str, Any]:
         state = self.state
         return {
             "format_version": FORMAT_VERSION,
-            "model": self._unwrapped().state_dict(),
+            **model_state(self._unwrapped(), self.options.lora),  # "model", and a LoRA run's "lora"
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "batches": self.batches.state_dict(),
@@ -350,9 +373,11 @@ class Trainer:
     def _save(self, *, numbered: bool, best: bool = False) -> None:
         """Every rank calls this (its RNG state goes into the file); rank 0 writes."""
         per_rank = distributed.gather_objects(rng_state())
+        shards = None if self.sharded is None else self.sharded.save(self.state.step)  # every rank's part
         if not distributed.is_main():
             return
         payload = {**self.payload(), "rng_per_rank": per_rank}
+        payload = payload if shards is None else shards.into(payload)  # whole weights, sharded optimizer
         self.output_dir.mkdir(parents=True, exist_ok=True)
         save_checkpoint(self.output_dir / "last.pt", payload)
         if numbered:
@@ -365,15 +390,21 @@ class Trainer:
             )
         if best:
             save_checkpoint(self.output_dir / "best.pt", payload)
+        if self.sharded is not None:
+            self.sharded.remove_unreferenced()
         log.info("saved checkpoint at update %d%s", self.state.step, " (new best)" if best else "")
 
     def resume_from(self, path: Path, payload: dict[str, Any] | None = None) -> None:
         """Restore everything a checkpoint holds, so training continues as if never stopped; `payload`:
         the file's contents when the caller has read them already (they are not read twice)."""
         payload = load_checkpoint(path, map_location=self.device) if payload is None else payload
+        check_resume_strategy(path, payload, self.options.strategy)
         try:
-            self._unwrapped().load_state_dict(payload["model"])
-            self.optimizer.load_state_dict(payload["optimizer"])
+            if self.sharded is not None:  # every rank reads its shards of the model and optimizer state
+                self.sharded.load(path, payload)
+            else:
+                load_model_state(self._unwrapped(), payload, self.options.lora)
+                self.optimizer.load_state_dict(payload["optimizer"])
         except (RuntimeError, KeyError, ValueError) as error:
             first_line = str(error).strip().splitlines()[0]
             raise UserError(

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from torch import nn
+from torch import Tensor, nn
 
 from seq2seq.data.collate import Batch
 from seq2seq.train.alignment_loss import guided_alignment_loss
@@ -46,21 +46,29 @@ def batch_loss(model: nn.Module, batch: Batch, loss_fn: Callable[..., Any], *, p
     (N,) labels, (V,) bias.
     """
     keep = batch.tgt_out != pad_id  # (B, T)
-    output = unwrapped(model).output
-    output_weight = output.weight  # (V, D)
-    bias = {} if output.bias is None else {"output_bias": output.bias}  # (V,)
     source_weight = loss_fn.source_weight if isinstance(loss_fn, TrainingLoss) else 0.0
     alignment_weight = loss_fn.alignment_weight if isinstance(loss_fn, TrainingLoss) else 0.0
     if alignment_weight and batch.alignment is not None:
         hidden, weights = model(batch.src, batch.tgt_in, output_keep=keep, project=False, attending=True)
+        output_weight, bias = output_parameters(model)
         out = loss_fn(hidden, output_weight, batch.tgt_out[keep], **bias)  # weights: (B, T, S)
         guided = guided_alignment_loss(weights, batch.alignment)
         return out._replace(loss_sum=out.loss_sum + alignment_weight * guided)
     if not source_weight:
         hidden = model(batch.src, batch.tgt_in, output_keep=keep, project=False)  # (N, D)
+        output_weight, bias = output_parameters(model)
         return loss_fn(hidden, output_weight, batch.tgt_out[keep], **bias)
     hidden, source_hidden = model(batch.src, batch.tgt_in, output_keep=keep, project=False, source_lm=True)
+    output_weight, bias = output_parameters(model)
     out = loss_fn(hidden, output_weight, batch.tgt_out[keep], **bias)
     next_source = batch.src[:, 1:]  # (B, S - 1): what source positions 0 .. S-2 predict
     source = loss_fn(source_hidden, output_weight, next_source[next_source != pad_id], **bias)  # (M, D)
     return out._replace(loss_sum=out.loss_sum + source_weight * source.loss_sum)
+
+
+def output_parameters(model: nn.Module) -> tuple[Tensor, dict[str, Tensor]]:
+    """The output projection's weight (V, D) and, when it has one, {"output_bias": its bias (V,)}, read
+    after the model's forward: a sharded model (trainer.strategy=fsdp) holds them whole only from then
+    until its backward."""
+    output = unwrapped(model).output
+    return output.weight, ({} if output.bias is None else {"output_bias": output.bias})

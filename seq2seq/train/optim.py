@@ -9,6 +9,7 @@ embedding row on every step while rare tokens receive gradient only now and then
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable, Sequence
 
 import torch
@@ -115,8 +116,27 @@ def clip_gradients(parameters: Iterable[torch.Tensor] | torch.Tensor, max_norm: 
     params = _with_grads(parameters)
     if not params:
         return 0.0
+    if _sharded(params[0].grad):
+        return _clip_sharded(params, max_norm)
     if max_norm is not None and max_norm > 0:
         return float(torch.nn.utils.clip_grad_norm_(params, max_norm=max_norm, error_if_nonfinite=False))
     device = params[0].grad.device
     norms = [torch.linalg.vector_norm(p.grad.detach(), dtype=torch.float32).to(device) for p in params]
     return float(torch.linalg.vector_norm(torch.stack(norms)))
+
+
+def _sharded(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` is a DTensor (an FSDP run's gradient); checked without importing DTensor, which
+    a run that shards nothing never imports (seq2seq.train.sharding)."""
+    module = sys.modules.get("torch.distributed.tensor")
+    return module is not None and isinstance(tensor, module.DTensor)
+
+
+def _clip_sharded(params: list[torch.Tensor], max_norm: float | None) -> float:
+    """clip_gradients for FSDP's sharded gradients (DTensors): the norm over every rank's shards, the
+    same on every rank, and every shard scaled by the same factor."""
+    total = torch.nn.utils.get_total_norm([p.grad for p in params], error_if_nonfinite=False)
+    total = total.full_tensor() if _sharded(total) else total  # the partial norms reduced
+    if max_norm is not None and max_norm > 0:
+        torch.nn.utils.clip_grads_with_norm_(params, max_norm, total)
+    return float(total)

@@ -23,6 +23,7 @@ from torch import nn
 
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.errors import UserError
+from seq2seq.train.lora import model_state
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ class Snapshots:
     def __call__(self, model: nn.Module, step: int) -> None:
         if step % self.policy.spacing(step) != 0:
             return
-        save_checkpoint(self.path(step), {"model": model.state_dict(), "step": step, "snapshot": True})
+        save_checkpoint(self.path(step), {**model_state(model), "step": step, "snapshot": True})
         self.prune(step)
 
     def path(self, step: int) -> Path:

@@ -105,6 +105,7 @@ HUB_MODEL = "needs a model imported from the Hugging Face Hub (models/opus-en-es
 GPU = "needs CUDA GPUs"
 MACHINES = "torchrun across machines with 8 GPUs each"
 TORCHRUN_CPU = "two training processes; tests/cli/test_train_cli.py runs the same torchrun launch on the toy"
+FSDP = "several training processes (or GPUs); tests/train/test_fsdp.py trains fsdp on two gloo ranks"
 SLURM = "submits SLURM jobs"
 STUDY = "a study: hours of training on the Bible corpus"
 BENCHMARK = "a benchmark: minutes of measurements on the Bible corpus"
@@ -178,6 +179,7 @@ RULES: dict[str, list[Rule]] = {
         not_run(r"seq2seq-(prepare|train) +data=parallel_(files|tsv) .*", OWN_CORPUS),
         not_run(r"seq2seq-train --config-dir ~/seq2seq-configs .*", OWN_CORPUS),
         not_run(r"sacrebleu -t .*", SACREBLEU),
+        not_run(r"torchrun --nproc_per_node=\d+ -m seq2seq\.cli\.train trainer\.strategy=fsdp .*", FSDP),
         not_run(r"torchrun --nproc_per_node=2 .*trainer\.device=cpu", TORCHRUN_CPU),
         not_run(r"torchrun --nproc_per_node=4 .*trainer\.device=cuda.*", GPU),
         not_run(r"torchrun --nnodes=2 .*", MACHINES),

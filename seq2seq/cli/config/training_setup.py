@@ -17,6 +17,8 @@ from seq2seq.errors import UserError
 from seq2seq.model import FAMILY_BUILDERS
 from seq2seq.model.families import ENCODER_DECODER
 from seq2seq.train.loop import TrainerOptions
+from seq2seq.train.lora import lora_settings
+from seq2seq.train.sharding import check_strategy
 
 ALLOWED_TARGET_PREFIXES = ("seq2seq.", "torch.")
 NO_RESUME = ("none", "null", "false", "never")
@@ -53,6 +55,8 @@ def trainer_options(cfg: DictConfig) -> TrainerOptions:
     options = TrainerOptions(**{k: v for k, v in OmegaConf.to_container(cfg.trainer).items() if k in fields})
     if options.update_freq < 1:
         raise UserError(f"trainer.update_freq={options.update_freq} must be at least 1")
+    lora_settings(options.lora)  # trainer.lora's keys and values, checked before the run directory
+    check_strategy(options.strategy, average_fraction=cfg.trainer.get("average_fraction"))
     return options
 
 
