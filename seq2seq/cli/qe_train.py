@@ -92,11 +92,15 @@ def qe_fingerprint(cfg: DictConfig, data_dir: Path) -> dict[str, Any]:
 
 
 def check_translation_only_settings(trainer: DictConfig) -> None:
-    """The end-of-run steps of a translation run (averaging by dev BLEU, tuning the decoding) do not
-    apply to a QE run: asked for, they are a one-line error rather than silently skipped."""
+    """The end-of-run steps of a translation run (averaging by dev BLEU, tuning the decoding) and sharding
+    over ranks do not apply to a QE run: asked for, they are a one-line error rather than silently
+    skipped."""
     finish = FinishSettings.from_config(trainer)
     asked = [name for name in ("average_last", "average_fraction") if getattr(finish, name) is not None]
     asked += ["tune_decoding"] if finish.tune_decoding else []
+    if trainer.get("strategy", "ddp") != "ddp":
+        raise UserError(f"trainer.strategy={trainer.strategy} shards a model over torchrun's ranks; "
+                        "seq2seq-qe-train trains in one process: drop trainer.strategy")  # fmt: skip
     if asked:
         keys = ", ".join(f"trainer.{name}" for name in asked)
         raise UserError(f"{keys} belong to translation runs; a QE run keeps numbered checkpoints: average "

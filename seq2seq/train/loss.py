@@ -163,10 +163,13 @@ class _ProjectedSmoothedNLL(torch.autograd.Function):
         compute_dtype = torch.promote_types(hidden.dtype, torch.float32)
         loss_sum = hidden.new_zeros((), dtype=compute_dtype)
         nll_sum = hidden.new_zeros((), dtype=compute_dtype)
-        grad_hidden = torch.empty_like(hidden) if with_grad else None  # (N, D)
-        grad_weight = torch.zeros_like(weight, dtype=compute_dtype) if with_grad else None  # (V, D)
+        # only the gradients autograd asks for: a frozen output weight (trainer.lora, trainer.freeze) costs
+        # neither its (V, D) gradient buffer nor the product that fills it
+        needs_hidden, needs_weight, needs_bias = (with_grad and needed for needed in ctx.needs_input_grad[:3])
+        grad_hidden = torch.empty_like(hidden) if needs_hidden else None  # (N, D)
+        grad_weight = torch.zeros_like(weight, dtype=compute_dtype) if needs_weight else None  # (V, D)
         grad_bias = None  # (V,) when there is a bias to train
-        if with_grad and bias is not None:
+        if needs_bias:
             grad_bias = torch.zeros(weight.shape[0], dtype=compute_dtype, device=weight.device)
         for start in range(0, hidden.shape[0], rows):
             block, block_target = hidden[start : start + rows], target[start : start + rows]  # (n, D), (n,)
@@ -176,8 +179,10 @@ class _ProjectedSmoothedNLL(torch.autograd.Function):
             nll_sum += losses[1]
             if with_grad:
                 grad_logits = logits  # (n, V), now d loss / d logits (see _block_losses)
-                grad_hidden[start : start + rows] = torch.mm(grad_logits, weight.to(grad_logits.dtype))
-                grad_weight += torch.mm(grad_logits.t(), block.to(grad_logits.dtype))  # (V, D)
+                if grad_hidden is not None:
+                    grad_hidden[start : start + rows] = torch.mm(grad_logits, weight.to(grad_logits.dtype))
+                if grad_weight is not None:
+                    grad_weight += torch.mm(grad_logits.t(), block.to(grad_logits.dtype))  # (V, D)
                 if grad_bias is not None:
                     grad_bias += grad_logits.sum(dim=0)  # (V,)
         ctx.save_for_backward(grad_hidden, grad_weight, grad_bias)
@@ -189,9 +194,10 @@ class _ProjectedSmoothedNLL(torch.autograd.Function):
     def backward(ctx, grad_loss, _grad_nll):  # signature fixed by autograd.Function
         grad_hidden, grad_weight, grad_bias = ctx.saved_tensors
         weight_dtype, bias_dtype = ctx.dtypes
-        grad_weight = (grad_weight * grad_loss).to(weight_dtype)
+        grad_hidden = None if grad_hidden is None else grad_hidden * grad_loss
+        grad_weight = None if grad_weight is None else (grad_weight * grad_loss).to(weight_dtype)
         grad_bias = None if grad_bias is None else (grad_bias * grad_loss).to(bias_dtype)
-        return grad_hidden * grad_loss, grad_weight, grad_bias, None, None, None, None
+        return grad_hidden, grad_weight, grad_bias, None, None, None, None
 
 
 def _block_losses(

@@ -109,6 +109,7 @@ FSDP = "several training processes (or GPUs); tests/train/test_fsdp.py trains fs
 SLURM = "submits SLURM jobs"
 STUDY = "a study: hours of training on the Bible corpus"
 BENCHMARK = "a benchmark: minutes of measurements on the Bible corpus"
+LARGE_MODELS = "a benchmark: half an hour and 20 GB of memory for ranks of an NLLB-shaped model"
 SACREBLEU = "downloads WMT test sets (sacreBLEU) into /corpora"
 OWN_CORPUS = "a corpus of the user's own under /corpora (WMT-sized)"
 SAME_AS_README = "README.md shows the same command; test_readme_commands.py runs it"
@@ -180,6 +181,7 @@ RULES: dict[str, list[Rule]] = {
         not_run(r"seq2seq-train --config-dir ~/seq2seq-configs .*", OWN_CORPUS),
         not_run(r"sacrebleu -t .*", SACREBLEU),
         not_run(r"torchrun --nproc_per_node=\d+ -m seq2seq\.cli\.train trainer\.strategy=fsdp .*", FSDP),
+        not_run(r"python benchmarks/large_models\.py.*", LARGE_MODELS),
         not_run(r"torchrun --nproc_per_node=2 .*trainer\.device=cpu", TORCHRUN_CPU),
         not_run(r"torchrun --nproc_per_node=4 .*trainer\.device=cuda.*", GPU),
         not_run(r"torchrun --nnodes=2 .*", MACHINES),
@@ -300,7 +302,7 @@ RULES: dict[str, list[Rule]] = {
     **{
         f"studies/{name}.md": [not_run(r"python (scripts|benchmarks)/\w+\.py.*", STUDY)]
         for name in ("alignment-layers", "distillation", "domain-adaptation", "families", "guided-alignment",
-                     "multilingual")
+                     "lora", "multilingual")
     },
 }
 

@@ -21,16 +21,19 @@ from toy_corpus import write_toy_corpus  # noqa: E402
 from seq2seq.interop.huggingface_export import export_huggingface  # noqa: E402
 
 
-def fine_tune(checkpoint: Path, root: Path, updates: int) -> Path:
-    """`updates` updates of experiment=finetune from `checkpoint` on the toy corpus; its last.pt."""
+def fine_tune(
+    checkpoint: Path, root: Path, updates: int, *, peak_lr: float = 3e-3, extra: tuple[str, ...] = ()
+) -> Path:
+    """`updates` updates of experiment=finetune from `checkpoint` on the toy corpus, with the `extra`
+    overrides; its last.pt."""
     corpus = write_toy_corpus(root / "corpus", train=60)
     run_dir = root / "run"
     result = run_module(
-        "seq2seq.cli.train", f"init_from={checkpoint}", "experiment=finetune", "data=parallel_files",
+        "seq2seq.cli.train", f"init_from={checkpoint}", "experiment=finetune", *extra, "data=parallel_files",
         f"data.dir={corpus}", "data.src_lang=en", "data.tgt_lang=es", "trainer.precision=fp32",
         f"trainer.max_updates={updates}", f"trainer.validate_every={updates}",
         f"trainer.save_every={updates}", "trainer.max_tokens=400", "trainer.num_threads=1",
-        "trainer.progress_bar=false", "schedule.warmup=1", "schedule.peak_lr=3e-3",
+        "trainer.progress_bar=false", "schedule.warmup=1", f"schedule.peak_lr={peak_lr}",
         "trainer.validate_bleu=false", f"hydra.run.dir={run_dir}", cwd=root,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]

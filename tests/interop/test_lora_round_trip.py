@@ -14,37 +14,20 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
 
-from commands import run_module  # noqa: E402
 from huggingface_models import TEXTS, build  # noqa: E402
+from test_finetune_round_trip import fine_tune  # noqa: E402
 from test_huggingface_export import assert_generates_alike  # noqa: E402
-from toy_corpus import write_toy_corpus  # noqa: E402
 
 from seq2seq.interop.huggingface_export import export_huggingface  # noqa: E402
 
 LORA = "trainer.lora={rank:4,alpha:8,targets:[qkv,q,kv,out]}"
 
 
-def fine_tune_with_lora(checkpoint: Path, root: Path, updates: int) -> Path:
-    """`updates` LoRA updates of experiment=finetune from `checkpoint` on the toy corpus; its last.pt."""
-    corpus = write_toy_corpus(root / "corpus", train=60)
-    run_dir = root / "run"
-    result = run_module(
-        "seq2seq.cli.train", f"init_from={checkpoint}", "experiment=finetune", LORA, "data=parallel_files",
-        f"data.dir={corpus}", "data.src_lang=en", "data.tgt_lang=es", "trainer.precision=fp32",
-        f"trainer.max_updates={updates}", f"trainer.validate_every={updates}",
-        f"trainer.save_every={updates}", "trainer.max_tokens=400", "trainer.num_threads=1",
-        "trainer.progress_bar=false", "schedule.warmup=1", "schedule.peak_lr=1e-2",
-        "trainer.validate_bleu=false", f"hydra.run.dir={run_dir}", cwd=root,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    return run_dir / "last.pt"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["marian", "m2m100"])
 def test_a_lora_tuned_import_generates_the_same_in_transformers(tmp_path: Path, kind: str) -> None:
     imported = build(kind, tmp_path)
-    tuned = fine_tune_with_lora(imported.checkpoint, tmp_path, updates=12)
+    tuned = fine_tune(imported.checkpoint, tmp_path, updates=12, peak_lr=1e-2, extra=(LORA,))
     payload, start = (torch.load(path, weights_only=True) for path in (tuned, imported.checkpoint))
     assert payload["step"] == 12 and payload["model"].keys() == start["model"].keys()
     assert all(torch.equal(payload["model"][key], value) for key, value in start["model"].items())

@@ -18,20 +18,26 @@ import torch.distributed as dist
 import torch.distributed.device_mesh
 import torch.distributed.fsdp
 import torch.multiprocessing as mp
+from hydra import compose, initialize_config_dir
 from test_loop import FAMILIES, PAD, TOY_OPTIONS, toy_dataset
 from tiny_models import TINY, tiny_tokenizer
 from torch.distributed.fsdp import MixedPrecisionPolicy
 
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.cli.config.launch import config_dir
 from seq2seq.cli.config.training_setup import seed_everything
+from seq2seq.cli.qe_train import check_translation_only_settings
 from seq2seq.data.batching import TokenBatchSampler
-from seq2seq.data.collate import make_batch
+from seq2seq.data.collate import Batch, make_batch
+from seq2seq.data.dataset import ParallelDataset
 from seq2seq.errors import UserError
 from seq2seq.model import build_encoder_only, build_model, model_size
 from seq2seq.precision import autocast
 from seq2seq.train import sharding
 from seq2seq.train.loop import Trainer, TrainerOptions
+from seq2seq.train.lora import add_adapters
 from seq2seq.train.loss import projected_label_smoothed_nll
+from seq2seq.train.objective import TrainingLoss
 from seq2seq.train.optim import build_adamw
 from seq2seq.train.reporting import Reporter
 from seq2seq.train.schedules import ScheduledLR, noam
@@ -46,12 +52,17 @@ PARITY = {"rtol": 1e-4, "atol": 1e-5}
 EPS = 1e-4
 # One process resuming a two-rank checkpoint, one update on the same global batch: the same rounding.
 CROSS_WORLD = 1e-5
-# The 2-rank runs: (strategy, family, model settings, precision); fsdp with activation checkpointing,
-# and in bf16 (its MixedPrecisionPolicy: bf16 weights and activations, fp32 reductions).
-RUNS = {"ddp": (DDP, "encoder_decoder", {}, "fp32"),
-        "fsdp": (FSDP, "encoder_decoder", {"checkpoint_activations": True}, "fp32"),
-        "fsdp_decoder_only": (FSDP, "decoder_only", {}, "fp32"),
-        "fsdp_bf16": (FSDP, "encoder_decoder", {}, "bf16")}  # fmt: skip
+# The 2-rank runs, as sharded_trainer's settings: fsdp with activation checkpointing, the decoder-only
+# family, bf16 (its MixedPrecisionPolicy: bf16 weights and activations, fp32 reductions), guided alignment
+# (its attending pass through a registered forward method) and LoRA (adapters sharded with their layers).
+ALIGNMENT_HEAD = {"alignment_layer": 1, "alignment_head": 0}
+LORA = {"rank": 4, "alpha": 8, "targets": ["qkv", "kv", "up"]}
+RUNS = {"ddp": {"strategy": DDP},
+        "fsdp": {"strategy": FSDP, "model": {"checkpoint_activations": True}},
+        "fsdp_decoder_only": {"strategy": FSDP, "family": "decoder_only"},
+        "fsdp_bf16": {"strategy": FSDP, "precision": "bf16"},
+        "fsdp_guided": {"strategy": FSDP, "guided": True, "model": ALIGNMENT_HEAD},
+        "fsdp_lora": {"strategy": FSDP, "lora": LORA}}  # fmt: skip
 # Gradient norms of 2 ranks against 1 process: rounding in fp32; bf16 weights and activations move
 # them by a few percent. A sum instead of an average doubles them.
 NORMS = {"fp32": 1e-5, "bf16": 0.1}
@@ -59,14 +70,19 @@ NORMS = {"fp32": 1e-5, "bf16": 0.1}
 
 def sharded_trainer(
     out_dir: Path, *, strategy: str, rank: int = 0, world: int = 1, family: str = "encoder_decoder",
-    dropout: float = 0.0, tokenizer: bytes | None = None, model: dict[str, Any] | None = None, **options: Any,
+    dropout: float = 0.0, tokenizer: bytes | None = None, model: dict[str, Any] | None = None,
+    guided: bool = False, lora: dict[str, Any] | None = None, **options: Any,
 ) -> Trainer:  # fmt: skip
-    """test_loop's toy run as seq2seq-train builds it for `strategy`: the model sharded (fsdp) before the
-    optimizer or wrapped in DDP (several ranks), this rank's share of the batches, dropout seeded per rank;
-    `options`: TrainerOptions fields over TOY_OPTIONS."""
+    """test_loop's toy run as seq2seq-train builds it for `strategy`: LoRA's adapters added, the model
+    sharded (fsdp) before the optimizer or wrapped in DDP (several ranks), this rank's share of the
+    batches, dropout seeded per rank; `guided`: every batch carries word links (target position t of a
+    reversed copy to source position n - 1 - t) and the loss trains the alignment head; `options`:
+    TrainerOptions fields over TOY_OPTIONS."""
     torch.manual_seed(0)
     dataset = toy_dataset()
     network = FAMILIES[family](VOCAB, pad_id=PAD, dropout=dropout, **(model or {}))
+    if lora is not None:
+        add_adapters(network, lora)
     if strategy == FSDP:
         network = sharding.fsdp_model(network, torch.device("cpu"), options.get("precision", "fp32"))
     optimizer = build_adamw(network, lr=0.0, eps=EPS)
@@ -74,17 +90,30 @@ def sharded_trainer(
     sampler = TokenBatchSampler(dataset.src_lengths, dataset.tgt_lengths, max_tokens=60, seed=3, rank=rank,
                                 world_size=world)  # fmt: skip
     wrapped = torch.nn.parallel.DistributedDataParallel(network) if strategy == DDP and world > 1 else network
+    token_loss = partial(projected_label_smoothed_nll, epsilon=0.1, pad_id=PAD)
+    special = {"pad_id": PAD, "bos_id": BOS, "eos_id": EOS}
     trainer = Trainer(
         model=wrapped, optimizer=optimizer, scheduler=scheduler,
-        loss_fn=partial(projected_label_smoothed_nll, epsilon=0.1, pad_id=PAD), batches=sampler,
-        make_batch=lambda indices: make_batch(dataset, indices, pad_id=PAD, bos_id=BOS, eos_id=EOS),
+        loss_fn=TrainingLoss(token_loss, alignment_weight=0.5) if guided else token_loss, batches=sampler,
+        make_batch=partial(linked_batch if guided else make_batch, dataset, **special),
         validate=None, reporter=Reporter(log_dir=None, progress_bar=False), output_dir=out_dir,
         checkpoint_extras={"model_config": network.config, "tokenizer": {"src": tokenizer, "tgt": None}},
-        options=TrainerOptions(**{**TOY_OPTIONS, "strategy": strategy, **options}),
+        options=TrainerOptions(**{**TOY_OPTIONS, "strategy": strategy, "lora": lora, **options}),
         device=torch.device("cpu"),
     )  # fmt: skip
     seed_everything(1000 + rank)  # as the CLI does: one dropout stream per rank
     return trainer
+
+
+def linked_batch(dataset: ParallelDataset, indices: list[int], **special: int) -> Batch:
+    """make_batch's batch with Batch.alignment: each target token of a reversed copy linked to the
+    source token it copies (rows (row, target position, source position), eos left unlinked)."""
+    batch = make_batch(dataset, indices, **special)
+    links = [(row, position, int(length) - 2 - position)
+             for row, length in enumerate((batch.src != PAD).sum(dim=1).tolist())
+             for position in range(int(length) - 1)]  # fmt: skip
+    batch.alignment = torch.tensor(links, dtype=torch.int64)  # (L, 3)
+    return batch
 
 
 def join_gloo(rank: int, store: str) -> None:
@@ -116,10 +145,9 @@ def leave_gloo() -> None:
 
 def _two_rank_runs(rank: int, store: str, out_dir: str, tokenizer: bytes) -> None:
     join_gloo(rank, store)
-    for name, (strategy, family, model, precision) in RUNS.items():
-        trainer = sharded_trainer(Path(out_dir) / name, strategy=strategy, rank=rank, world=WORLD,
-                                  family=family, tokenizer=tokenizer, model=model, max_updates=UPDATES,
-                                  save_every=SAVE_EVERY, precision=precision)  # fmt: skip
+    for name, settings in RUNS.items():
+        trainer = sharded_trainer(Path(out_dir) / name, rank=rank, world=WORLD, tokenizer=tokenizer,
+                                  max_updates=UPDATES, save_every=SAVE_EVERY, **settings)  # fmt: skip
         norms = gradient_norms(trainer)
         trainer.fit()
         (Path(out_dir) / name / f"gradient_norms_{rank}.json").write_text(json.dumps(norms))
@@ -136,11 +164,12 @@ def two_rank_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out_dir
 
 
-def one_process_run(tmp_path: Path, family: str) -> tuple[dict[str, torch.Tensor], list[float]]:
-    """The same UPDATES updates in one process, both ranks' batches in each (update_freq 2): the weights
-    and the gradient norms."""
-    trainer = sharded_trainer(tmp_path / family, strategy=DDP, family=family, max_updates=UPDATES,
-                              update_freq=2, save_every=None)  # fmt: skip
+def one_process_run(tmp_path: Path, name: str) -> tuple[dict[str, torch.Tensor], list[float]]:
+    """RUNS[name]'s UPDATES updates in one process and fp32, both ranks' batches in each (update_freq 2):
+    the weights and the gradient norms."""
+    settings = {key: value for key, value in RUNS[name].items() if key not in ("strategy", "precision")}
+    trainer = sharded_trainer(tmp_path / name, strategy=DDP, max_updates=UPDATES, update_freq=2,
+                              save_every=None, **settings)  # fmt: skip
     norms = gradient_norms(trainer)
     trainer.fit()
     return trainer.model.state_dict(), norms
@@ -155,23 +184,40 @@ def assert_close(got: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]
 @pytest.mark.slow
 def test_two_ranks_equal_one_process_with_ddp_and_with_fsdp(two_rank_runs: Path, tmp_path: Path) -> None:
     """The reduction is an average for both strategies (a sum would double every gradient), fsdp with
-    activation checkpointing, the decoder-only family and bf16 too; and fsdp agrees with ddp."""
-    runs = {family: one_process_run(tmp_path, family) for family in ("encoder_decoder", "decoder_only")}
-    single = {family: weights for family, (weights, _) in runs.items()}
-    for name, (_, family, _, precision) in RUNS.items():
+    activation checkpointing, the decoder-only family, bf16, guided alignment and LoRA too; and fsdp
+    agrees with ddp."""
+    single = {name: one_process_run(tmp_path, name) for name in RUNS if name != "fsdp_bf16"}
+    single["fsdp_bf16"] = single["ddp"]  # the same run in fp32
+    for name, settings in RUNS.items():
         for rank in range(WORLD):
             norms = json.loads((two_rank_runs / name / f"gradient_norms_{rank}.json").read_text())
-            torch.testing.assert_close(norms, runs[family][1], rtol=NORMS[precision], atol=0.0)
+            tolerance = NORMS[settings.get("precision", "fp32")]
+            torch.testing.assert_close(norms, single[name][1], rtol=tolerance, atol=0.0)
     saved = {name: load_checkpoint(two_rank_runs / name / "last.pt") for name in RUNS}
     assert all(payload["step"] == UPDATES for payload in saved.values())
-    assert_close(saved["ddp"]["model"], single["encoder_decoder"])
-    assert_close(saved["fsdp"]["model"], single["encoder_decoder"])
+    for name in ("ddp", "fsdp", "fsdp_decoder_only", "fsdp_guided"):
+        assert_close(saved[name]["model"], single[name][0])
     assert_close(saved["fsdp"]["model"], saved["ddp"]["model"])
-    assert_close(saved["fsdp_decoder_only"]["model"], single["decoder_only"])
     assert all(value.dtype == torch.float32 for value in saved["fsdp_bf16"]["model"].values())  # fp32 kept
-    moved = [name for name, value in single["encoder_decoder"].items()
+    moved = [name for name, value in single["ddp"][0].items()
              if not torch.equal(value, saved["ddp"]["model"][name])]  # fmt: skip
     assert moved, "the runs must differ in rounding at least, or the test compares nothing"
+    _assert_lora_parity(saved["fsdp_lora"], single["fsdp_lora"][0], saved["ddp"]["model"])
+    guided, plain = (single[name][1] for name in ("fsdp_guided", "fsdp"))
+    assert guided != pytest.approx(plain, rel=1e-3), "the alignment term must reach the gradients"
+
+
+def _assert_lora_parity(
+    saved: dict[str, Any], single: dict[str, torch.Tensor], ddp: dict[str, torch.Tensor]
+) -> None:
+    """A 2-rank fsdp LoRA run's checkpoint against one process's LoRA run: the adapters trained alike (the
+    process's state_dict names them inside their layers, <layer>.lora_a), every other weight untouched
+    and under its ordinary name."""
+    adapters = saved["lora"]["adapters"]
+    assert adapters.keys() == {name for name in single if ".lora_" in name} and adapters
+    assert_close(adapters, {name: single[name] for name in adapters})
+    assert saved["model"].keys() == ddp.keys()
+    assert all(torch.equal(value, single[name]) for name, value in saved["model"].items())
 
 
 @pytest.mark.slow
@@ -214,7 +260,7 @@ def test_one_process_resumes_a_two_rank_checkpoint(two_rank_runs: Path, tmp_path
     run = two_rank_runs / "fsdp"
     with caplog.at_level(logging.WARNING):
         trainer = sharded_trainer(tmp_path, strategy=FSDP, max_updates=UPDATES, update_freq=2,
-                                  model=RUNS["fsdp"][2])  # fmt: skip
+                                  model=RUNS["fsdp"]["model"])  # fmt: skip
         trainer.resume_from(run / "checkpoint_2.pt")
     assert "nothing to shard" in caplog.text and "states for 2 rank(s), this run has 1" in caplog.text
     saved = load_checkpoint(run / "checkpoint_2.pt")["model"]
@@ -273,6 +319,10 @@ def test_refusals_are_one_line(tmp_path: Path) -> None:
             tmp_path / FSDP / "last.pt"
         )
     messages.append(str(refused.value))
+    with initialize_config_dir(config_dir=config_dir(), version_base="1.3"):
+        qe = compose("qe_train", overrides=["trainer.strategy=fsdp"])
+    with pytest.raises(UserError, match=r"seq2seq-qe-train trains in one process: drop trainer\.strategy"):
+        check_translation_only_settings(qe.trainer)
     assert all("\n" not in message for message in messages), messages
 
 

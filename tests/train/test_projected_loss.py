@@ -88,6 +88,25 @@ def test_bf16_autocast_matches_autograd_under_the_same_autocast() -> None:
     torch.testing.assert_close(fused_dw, ref_dw, rtol=2e-2, atol=2e-2 * ref_dw.abs().max().item())
 
 
+def test_a_frozen_weight_gets_no_gradient_and_the_states_the_same_one(monkeypatch) -> None:
+    """A frozen output weight (trainer.lora, trainer.freeze): the states' gradient is the one computed
+    with the weight trained, the weight gets none, and no (V, D) gradient buffer is made for it."""
+    hidden, weight, target = _inputs(seed=9)
+    _, trained_dh, _ = _loss_and_grads(True, hidden, weight, target, 0.1, chunk_elements=40)
+    states = hidden.clone().requires_grad_(True)
+    made, zeros_like = [], torch.zeros_like
+
+    def counted(tensor: torch.Tensor, **options) -> torch.Tensor:
+        made.append(tuple(tensor.shape))
+        return zeros_like(tensor, **options)
+
+    monkeypatch.setattr(torch, "zeros_like", counted)
+    out = projected_label_smoothed_nll(states, weight, target, epsilon=0.1, pad_id=PAD, chunk_elements=40)
+    (out.loss_sum * 0.37).backward()
+    assert weight.grad is None and tuple(weight.shape) not in made
+    torch.testing.assert_close(states.grad, trained_dh, rtol=0, atol=0)
+
+
 def test_invalid_arguments() -> None:
     hidden, weight, target = _inputs(seed=8)
     with pytest.raises(UserError, match="epsilon"):
