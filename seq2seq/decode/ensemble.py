@@ -96,12 +96,11 @@ class Ensemble(nn.Module):
         """Mean of the models' next-token log-probabilities, each over the row's shortlist candidates when
         there are some. Shapes: prev_tokens (N, t) -> (N, V)."""
         total: Tensor | None = None
-        outside = None if state.candidates is None else state.candidates.outside()  # (N, V)
         for model, member_state in zip(self.members, state.states):
             logits, _ = model.decode_step(prev_tokens, member_state)  # (N, V)
             logits = logits.float()
-            if outside is not None:
-                logits.masked_fill_(outside, float("-inf"))
+            if state.candidates is not None:
+                logits = state.candidates.restrict_(logits)
             logprobs = torch.log_softmax(logits, dim=-1)
             total = logprobs if total is None else total.add_(logprobs)
         return total.div_(len(self.members)), state  # type: ignore[union-attr]

@@ -235,11 +235,19 @@ class RowCandidates:
     """The target ids each decoded row may produce: its sentence's shortlist candidates. Rows follow the
     search (beams reordered, finished sentences dropped) through `select`, as its other rules do.
 
-    Shapes: keep (B, V) bool, per sentence of the batch; rows (N,) long, the sentence of each row.
+    The logits it restricts come from a CandidateProjection, where every token outside the batch's
+    union of candidates is -inf already; so only the union's C columns are looked at (C is a few
+    hundred where V is thousands), which gives the same result as masking all V.
+
+    Shapes: keep (B, V) bool, per sentence of the batch; rows (N,) long, the sentence of each row;
+    columns (C,) long, the union's token ids; barred (B, C) bool, where a union token is not the
+    sentence's.
     """
 
     keep: Tensor
     rows: Tensor
+    columns: Tensor
+    barred: Tensor
 
     @classmethod
     def of(cls, keep: Tensor, copies: int) -> RowCandidates | None:
@@ -248,20 +256,20 @@ class RowCandidates:
         outside them already restricts every row."""
         if bool((keep == keep[:1]).all()):
             return None
-        return cls(keep, torch.arange(keep.shape[0], device=keep.device).repeat_interleave(copies))
+        rows = torch.arange(keep.shape[0], device=keep.device).repeat_interleave(copies)
+        columns = keep.any(dim=0).nonzero().squeeze(1)  # (C,)
+        return cls(keep, rows, columns, keep.index_select(1, columns).logical_not_())
 
     def select(self, index: Tensor) -> RowCandidates:
-        return RowCandidates(self.keep, self.rows.index_select(0, index))
-
-    def outside(self) -> Tensor:
-        """Where a token is not one of the row's sentence's candidates. Shapes: -> (N, V) bool."""
-        return self.keep.index_select(0, self.rows).logical_not_()
+        return RowCandidates(self.keep, self.rows.index_select(0, index), self.columns, self.barred)
 
     def restrict_(self, logits: Tensor) -> Tensor:
         """-inf, in place, for every token outside the row's own sentence's candidates: applied before
         normalising, it makes each row's distribution the one its sentence alone would get.
-        Shapes: logits (N, V) -> (N, V)."""
-        return logits.masked_fill_(self.outside(), float("-inf"))
+        Shapes: logits (N, V), -inf outside the union of candidates -> (N, V)."""
+        union = logits.index_select(1, self.columns)  # (N, C)
+        union.masked_fill_(self.barred.index_select(0, self.rows), float("-inf"))
+        return logits.index_copy_(1, self.columns, union)
 
 
 class CandidateProjection(nn.Module):
@@ -289,8 +297,7 @@ class CandidateProjection(nn.Module):
     def forward(self, hidden: Tensor) -> Tensor:
         small = self.project(hidden)  # (..., C)
         logits = small.new_full((*small.shape[:-1], self.vocab_size), float("-inf"))  # (..., V)
-        logits[..., self.candidates] = small
-        return logits
+        return logits.index_copy_(-1, self.candidates, small)
 
 
 def _outputs(model: nn.Module) -> list[nn.Module]:

@@ -74,15 +74,23 @@ class Int8Linear(nn.Module):
     def rows(self, index: Tensor) -> Int8Linear:
         """This layer for the output rows `index` only, from its own int8 weights and scales, so its
         outputs equal those columns of this layer's (a vocabulary shortlist's candidates).
-        Shapes: index (C,) -> a layer (..., in) -> (..., C)."""
-        qweight, bias = torch.ops.quantized.linear_unpack(self._packed)
+        Shapes: index (C,) -> a layer (..., in) -> (..., C).
+
+        The int8 values, scales and zero points are unpacked once, at the first call, and kept for the
+        next ones (a shortlist asks once per batch): one more copy of the int8 weight, made only for the
+        output projection of a model translated with a shortlist."""
+        if getattr(self, "_unpacked", None) is None:
+            qweight, bias = torch.ops.quantized.linear_unpack(self._packed)
+            self._unpacked = (qweight.int_repr(), qweight.q_per_channel_scales(),
+                              qweight.q_per_channel_zero_points(), bias)  # fmt: skip
+        values, scales, zero_points, bias = self._unpacked
         index = index.cpu()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             chosen = torch._make_per_channel_quantized_tensor(
-                qweight.int_repr().index_select(0, index),  # (C, in)
-                qweight.q_per_channel_scales().index_select(0, index),
-                qweight.q_per_channel_zero_points().index_select(0, index),
+                values.index_select(0, index),  # (C, in)
+                scales.index_select(0, index),
+                zero_points.index_select(0, index),
                 0,
             )
         layer = Int8Linear.__new__(Int8Linear)

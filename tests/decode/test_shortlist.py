@@ -21,7 +21,7 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.shortlist import Shortlist, build_shortlist, restricted
+from seq2seq.decode.shortlist import RowCandidates, Shortlist, build_shortlist, restricted
 from seq2seq.errors import UserError
 from seq2seq.inference.engines import TorchEngine
 from seq2seq.inference.translator import Translator
@@ -336,6 +336,20 @@ def test_an_untied_int8_projection_restricted_to_candidates_gives_its_exact_int8
         logits = model.output(hidden)  # (B, T, V)
     assert model.output is full
     assert torch.equal(logits[..., candidates], full(hidden)[..., candidates])
+    again = full.rows(candidates[1:])  # the int8 values unpacked at the first call, kept for the next
+    assert torch.equal(again(hidden), full(hidden)[..., candidates[1:]])
+
+
+def test_row_candidates_restrict_as_a_whole_vocabulary_mask_would() -> None:
+    """RowCandidates looks at the union's columns only (the projection made the rest -inf): the result
+    is that of masking all V columns with each row's own sentence's candidates, after beams move."""
+    vocab, copies = 40, 3
+    keep = torch.rand(4, vocab, generator=torch.Generator().manual_seed(0)) < 0.2  # (B, V)
+    keep[:, 2] = True  # a token every sentence keeps (eos)
+    rows = RowCandidates.of(keep, copies).select(torch.tensor([0, 0, 2, 5, 9, 10, 11, 11]))
+    logits = torch.randn(8, vocab).masked_fill_(~keep.any(dim=0), float("-inf"))  # (N, V): a projection's
+    expected = logits.masked_fill(~keep[torch.tensor([0, 0, 0, 1, 3, 3, 3, 3])], float("-inf"))
+    assert torch.equal(rows.restrict_(logits.clone()), expected)
 
 
 @pytest.mark.slow
