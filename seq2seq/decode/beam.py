@@ -98,7 +98,7 @@ def beam_search(
     beams = _initial_beams(src.shape[0], beam_size, rules, device=src.device)
     finished: list[list[Hypothesis]] = [[] for _ in range(src.shape[0])]
     while beams.sentences:
-        logits, state = model.decode_step(beams.tokens[:, -1:], state)  # (N, V)
+        logits, state = model.decode_step(beams.rules.model_tokens(beams.tokens[:, -1:]), state)  # (N, V)
         logprobs = next_token_scores(logits, beams.tokens, beams.rules, log_probs=ready)
         _step(beams, state, logprobs, finished, limits=limits, options=options)
     kept = None if all_finished else nbest
@@ -247,7 +247,7 @@ def _finish(
         return
     rows = [i * beam_size + int(report[i][beam_size + rank]) for i, rank in ends]
     index = torch.tensor(rows, device=beams.tokens.device)
-    outputs = beams.tokens.index_select(0, index)[:, 1:].tolist()
+    outputs = beams.rules.model_tokens(beams.tokens.index_select(0, index)[:, 1:]).tolist()
     logprobs = beams.positional_scores.index_select(0, index).tolist()
     for (i, rank), output, scores in zip(ends, outputs, logprobs):
         scores.append(report[i][2 * beam_size + rank])

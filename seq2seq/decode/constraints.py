@@ -254,6 +254,19 @@ class Avoided:
         last = torch.tensor([phrase[-1] for phrase in unique], dtype=torch.long)
         return cls(context.to(device), last.to(device))
 
+    def in_columns(self, columns: Tensor) -> Avoided | None:
+        """The phrases for a search over `columns` (C,) sorted token ids (a shortlist's): pieces become
+        column indices, and a phrase with a piece outside the columns, which no output there can
+        complete, is left out (None: nothing left)."""
+        pieces = torch.cat([self.context, self.last[:, None]], dim=1)  # (A, W + 1)
+        place = torch.searchsorted(columns, pieces.clamp(min=0)).clamp_(max=columns.shape[0] - 1)
+        wildcard = pieces == ANY
+        possible = ((columns[place] == pieces) | wildcard).all(dim=1)  # (A,)
+        if not bool(possible.any()):
+            return None
+        mapped = torch.where(wildcard, ANY, place)[possible]  # (A', W + 1)
+        return Avoided(mapped[:, :-1].contiguous(), mapped[:, -1].contiguous())
+
     def ban_(self, logprobs: Tensor, outputs: Tensor) -> Tensor:
         """Ban each phrase's last piece in rows whose output ends with the phrase's other pieces.
 

@@ -81,11 +81,11 @@ class Ensemble(nn.Module):
         self, memory: list[Any], beam_size: int = 1, max_steps: int | None = None
     ) -> EnsembleState:
         """`memory`: one encoder output per model (`encode`)."""
-        keep = sentence_candidates(self)  # (B, V) under a shortlist
+        batch = sentence_candidates(self)  # under a shortlist
         return EnsembleState([
             model.init_state(own, beam_size=beam_size, max_steps=max_steps)
             for model, own in zip(self.members, memory)
-        ], None if keep is None else RowCandidates.of(keep, beam_size))  # fmt: skip
+        ], None if batch is None else RowCandidates.of(batch, beam_size))  # fmt: skip
 
     def output_room(self, src: Tensor) -> Tensor:
         """The tightest member's room for output tokens. Shapes: src (B, S) -> (B,)."""

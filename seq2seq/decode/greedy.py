@@ -79,23 +79,24 @@ def decode_paths(
         model, src, options, copies=copies, prefix=prefix, ids=ids, avoid=avoid, stop=stop
     )
     ready = model.returns_log_probs  # an Ensemble scores the step itself
+    own = rules.ids  # the search's ids: column indices under a compact shortlist (StepRules.columns)
     total = src.shape[0] * copies
     rows = torch.arange(total, device=src.device)  # original row of each current row
-    tokens = torch.full((total, 1), ids.bos, dtype=torch.long, device=src.device)  # (N, 1 + step)
+    tokens = torch.full((total, 1), own.bos, dtype=torch.long, device=src.device)  # (N, 1 + step)
     positional_scores = torch.zeros(total, 0, device=src.device)  # (N, step) chosen tokens' log-probs
     finished = torch.zeros(total, dtype=torch.bool, device=src.device)
     results: list[Hypothesis | None] = [None] * total
     while rows.numel():
-        logits, state = model.decode_step(tokens[:, -1:], state)  # (N, V)
+        logits, state = model.decode_step(rules.model_tokens(tokens[:, -1:]), state)  # (N, V)
         logprobs = next_token_scores(logits, tokens, rules, log_probs=ready)
-        choice = choose(logprobs).masked_fill(finished, ids.pad)  # (N,)
+        choice = choose(logprobs).masked_fill(finished, own.pad)  # (N,)
         chosen = logprobs.gather(1, choice[:, None]).squeeze(1).masked_fill(finished, 0.0)  # (N,)
-        finished |= choice == ids.eos
+        finished |= choice == own.eos
         tokens = torch.cat([tokens, choice[:, None]], dim=1)
         positional_scores = torch.cat([positional_scores, chosen[:, None]], dim=1)
         done = int(finished.sum())  # the one host sync of the step
         if done and 4 * done >= rows.numel():
-            _collect(results, rows, tokens, positional_scores, finished, ids.eos)
+            _collect(results, rows, rules.model_tokens(tokens), positional_scores, finished, ids.eos)
             keep = (~finished).nonzero().squeeze(1)  # (N',)
             if keep.numel():
                 state.reorder(keep)

@@ -97,7 +97,12 @@ def search_ids(
         wanted = None if constraints is None else [constraints[i] for i in indices]
         keep = None if shortlist is None else shortlist.keep(src, _needed(prefix, wanted), pad_id=ids.pad)
         with autocast(precision, device):
-            with nullcontext() if keep is None else restricted(model, keep):
+            columns = over_columns(options, wanted)
+            with (
+                nullcontext()
+                if keep is None
+                else restricted(model, keep, specials=_specials(ids), compact=columns)
+            ):
                 hypotheses = search(
                     model, src, options, generator=generator, prefix=prefix, ids=ids, constraints=wanted,
                     avoid=banned, continuing=continuing, stop=stop,
@@ -154,6 +159,18 @@ def search(
         found = greedy_search(model, src, options, prefix=prefix, ids=ids, avoid=avoid, stop=stop)
         return [[hypothesis] for hypothesis in found]
     return beam_search(model, src, options, prefix=prefix, ids=ids, avoid=avoid, stop=stop)
+
+
+def over_columns(options: SearchOptions, constraints: Sequence[Sequence[Sequence[int]]] | None) -> bool:
+    """Whether the search runs over a shortlist's candidate columns only (step_rules.in_columns): greedy
+    and beam search do; sampling keeps the whole vocabulary's width, so that a seed draws the
+    same samples with and without a shortlist, and constrained search, whose phrase bookkeeping is
+    in token ids, keeps it too."""
+    return not options.sampling and not (constraints is not None and any(constraints))
+
+
+def _specials(ids: SpecialIds) -> tuple[int, int, int]:
+    return ids.pad, ids.bos, ids.eos
 
 
 def _needed(

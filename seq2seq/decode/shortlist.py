@@ -9,13 +9,16 @@ frequent tokens, the rows of the tokens in its source, its forced prefix's and c
 the special ids.
 
 `restricted(model, keep)` swaps the model's output projection(s) for a `CandidateProjection` during one
-batch: it computes the union of the batch's candidates (one product for the batch: the speed) and gives
--inf to every other token. The per-sentence candidates stay with it (`sentence_candidates`), and
-whatever normalises a step (seq2seq.decode.step_rules.next_token_scores; an Ensemble for each member) first
-gives -inf to the tokens outside each row's own sentence's candidates. So a sentence's output and scores
-are those of searching it alone, whatever its batch-mates (under a server's dynamic batching too). Its
-token log-probabilities are then normalised over its candidates: where confidence is asked for, the
-found outputs are scored again over the full vocabulary (seq2seq.decode.teacher_forcing), so confidence
+batch: it computes the union of the batch's candidates (one product for the batch: the speed), plus
+the search's special ids. Greedy and beam search run over those C columns only (`compact`: scores,
+top-k and the step rules work on (N, C), and token ids are mapped back; seq2seq.decode.step_rules.
+in_columns); sampling and constrained search get full-width logits, -inf for every other token. The
+per-sentence candidates stay with it (`sentence_candidates`), and whatever normalises a step
+(seq2seq.decode.step_rules.next_token_scores; an Ensemble for each member) first gives -inf to the
+tokens outside each row's own sentence's candidates. So a sentence's output and scores are those of
+searching it alone, whatever its batch-mates (under a server's dynamic batching too). Its token
+log-probabilities are then normalised over its candidates: where confidence is asked for, the found
+outputs are scored again over the full vocabulary (seq2seq.decode.teacher_forcing), so confidence
 stays the model's own. The swap holds a lock for the batch, so one Translator called from several
 threads searches one batch at a time, each with its own candidates, and always gets its own projection
 back. A shortlist that holds every token the full-vocabulary search would pick gives the same greedy
@@ -231,62 +234,88 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 @dataclass(frozen=True)
+class BatchCandidates:
+    """One restricted batch's candidates: each sentence's (`keep`) and the union's sorted token ids
+    (`columns`), which also holds the search's special ids, so that its rules mask them as they would
+    over the whole vocabulary. `compact`: the projection returns scores over `columns` only, (..., C),
+    and the search runs over those C columns (seq2seq.decode.step_rules.ColumnSpace); otherwise it
+    returns (..., V) with -inf outside `columns`.
+
+    Shapes: keep (B, V) bool; columns (C,) long.
+    """
+
+    keep: Tensor
+    columns: Tensor
+    compact: bool = False
+
+    @classmethod
+    def of(cls, keep: Tensor, *, specials: Sequence[int] = (), compact: bool = False) -> BatchCandidates:
+        union = keep.any(dim=0)  # (V,)
+        union[list(specials)] = True
+        return cls(keep, union.nonzero().squeeze(1), compact)
+
+    def to(self, device: torch.device) -> BatchCandidates:
+        return BatchCandidates(self.keep.to(device), self.columns.to(device), self.compact)
+
+
+@dataclass(frozen=True)
 class RowCandidates:
     """The target ids each decoded row may produce: its sentence's shortlist candidates. Rows follow the
     search (beams reordered, finished sentences dropped) through `select`, as its other rules do.
 
-    The logits it restricts come from a CandidateProjection, where every token outside the batch's
-    union of candidates is -inf already; so only the union's C columns are looked at (C is a few
-    hundred where V is thousands), which gives the same result as masking all V.
+    The logits it restricts come from a CandidateProjection: compact ones hold only the union's C
+    columns; full-width ones are -inf outside them already. So only those C columns are looked at
+    (C is a few hundred where V is thousands), which gives the same result as masking all V.
 
-    Shapes: keep (B, V) bool, per sentence of the batch; rows (N,) long, the sentence of each row;
-    columns (C,) long, the union's token ids; barred (B, C) bool, where a union token is not the
-    sentence's.
+    Shapes: rows (N,) long, the sentence of each row; columns (C,) long, the union's token ids;
+    barred (B, C) bool, where a union token is not the sentence's.
     """
 
-    keep: Tensor
     rows: Tensor
     columns: Tensor
     barred: Tensor
+    compact: bool = False
 
     @classmethod
-    def of(cls, keep: Tensor, copies: int) -> RowCandidates | None:
+    def of(cls, batch: BatchCandidates, copies: int) -> RowCandidates | None:
         """For B * copies rows, row b * copies + k being sentence b's (how every search lays them out);
-        None where every sentence has the same candidates (one sentence, say): the projection's -inf
-        outside them already restricts every row."""
-        if bool((keep == keep[:1]).all()):
+        None where no sentence lacks a union column: the projection alone then restricts every row."""
+        barred = batch.keep.index_select(1, batch.columns).logical_not_()  # (B, C)
+        if not bool(barred.any()):
             return None
-        rows = torch.arange(keep.shape[0], device=keep.device).repeat_interleave(copies)
-        columns = keep.any(dim=0).nonzero().squeeze(1)  # (C,)
-        return cls(keep, rows, columns, keep.index_select(1, columns).logical_not_())
+        rows = torch.arange(barred.shape[0], device=barred.device).repeat_interleave(copies)
+        return cls(rows, batch.columns, barred, batch.compact)
 
     def select(self, index: Tensor) -> RowCandidates:
-        return RowCandidates(self.keep, self.rows.index_select(0, index), self.columns, self.barred)
+        return RowCandidates(self.rows.index_select(0, index), self.columns, self.barred, self.compact)
 
     def restrict_(self, logits: Tensor) -> Tensor:
         """-inf, in place, for every token outside the row's own sentence's candidates: applied before
         normalising, it makes each row's distribution the one its sentence alone would get.
-        Shapes: logits (N, V), -inf outside the union of candidates -> (N, V)."""
-        union = logits.index_select(1, self.columns)  # (N, C)
-        union.masked_fill_(self.barred.index_select(0, self.rows), float("-inf"))
+        Shapes: logits (N, C) compact, or (N, V) -inf outside the union of candidates -> the same."""
+        barred = self.barred.index_select(0, self.rows)  # (N, C)
+        if self.compact:
+            return logits.masked_fill_(barred, float("-inf"))
+        union = logits.index_select(1, self.columns).masked_fill_(barred, float("-inf"))  # (N, C)
         return logits.index_copy_(1, self.columns, union)
 
 
 class CandidateProjection(nn.Module):
-    """An output projection restricted to the union of a batch's candidates: their logits, -inf for every
-    other token; `keep` (B, V) holds each sentence's own candidates for the step that normalises.
+    """An output projection restricted to the union of a batch's candidates (`BatchCandidates`): their
+    logits, compact (..., C) or with -inf for every other token (..., V); the batch's candidates stay
+    with it for the search's rules (`sentence_candidates`).
 
-    Shapes: hidden (..., D) -> (..., V). An int8 projection computes the candidates' rows of its own int8
-    weights (Int8Linear.rows): the same numbers as the full projection, with no float copy kept. A logit
-    bias (model.output_bias) is restricted to the candidates with the rows.
+    Shapes: hidden (..., D) -> (..., C) or (..., V). An int8 projection computes the candidates' rows of
+    its own int8 weights (Int8Linear.rows): the same numbers as the full projection, with no float copy
+    kept. A logit bias (model.output_bias) is restricted to the candidates with the rows.
     """
 
-    def __init__(self, output: OutputProjection | Int8Linear, keep: Tensor) -> None:
+    def __init__(self, output: OutputProjection | Int8Linear, batch: BatchCandidates) -> None:
         super().__init__()
-        self.vocab_size = keep.shape[1]
+        self.vocab_size = batch.keep.shape[1]
         device = output.weight.device if isinstance(output, OutputProjection) else torch.device("cpu")
-        self.keep = keep.to(device)  # (B, V)
-        self.candidates = self.keep.any(dim=0).nonzero().squeeze(1)  # (C,)
+        self.batch = batch.to(device)
+        self.candidates = self.batch.columns  # (C,)
         if isinstance(output, Int8Linear):
             self.project = output.rows(self.candidates)  # its bias, if any, sliced with the rows
         else:
@@ -296,6 +325,8 @@ class CandidateProjection(nn.Module):
 
     def forward(self, hidden: Tensor) -> Tensor:
         small = self.project(hidden)  # (..., C)
+        if self.batch.compact:
+            return small
         logits = small.new_full((*small.shape[:-1], self.vocab_size), float("-inf"))  # (..., V)
         return logits.index_copy_(-1, self.candidates, small)
 
@@ -307,20 +338,23 @@ def _outputs(model: nn.Module) -> list[nn.Module]:
     ]
 
 
-def sentence_candidates(model: nn.Module) -> Tensor | None:
-    """The per-sentence candidates (B, V) of the batch `model` searches under `restricted`; None outside."""
-    return next((m.keep for m in model.modules() if isinstance(m, CandidateProjection)), None)
+def sentence_candidates(model: nn.Module) -> BatchCandidates | None:
+    """The candidates of the batch `model` searches under `restricted`; None outside."""
+    return next((m.batch for m in model.modules() if isinstance(m, CandidateProjection)), None)
 
 
 _SWAP = threading.Lock()  # one restricted batch at a time: the swap changes the shared model
 
 
 @contextmanager
-def restricted(model: nn.Module, keep: Tensor) -> Iterator[None]:
+def restricted(
+    model: nn.Module, keep: Tensor, *, specials: Sequence[int] = (), compact: bool = False
+) -> Iterator[None]:
     """Within the block, every output projection of `model` computes only the candidates of `keep`
-    (B, V), each sentence's (`Shortlist.keep`; module docstring)."""
+    (B, V), each sentence's (`Shortlist.keep`; module docstring), and the `specials` (the search's
+    pad, bos and eos ids); `compact`: over those columns only (`BatchCandidates`)."""
     with _SWAP:
-        yield from _swapped(model, keep)
+        yield from _swapped(model, BatchCandidates.of(keep, specials=specials, compact=compact))
 
 
 @contextmanager
@@ -330,12 +364,12 @@ def full_vocabulary(model: nn.Module) -> Iterator[None]:
         yield
 
 
-def _swapped(model: nn.Module, keep: Tensor) -> Iterator[None]:
+def _swapped(model: nn.Module, batch: BatchCandidates) -> Iterator[None]:
     owners = _outputs(model)
     saved = [owner.output for owner in owners]
     try:
         for owner, output in zip(owners, saved):
-            owner.output = CandidateProjection(output, keep)
+            owner.output = CandidateProjection(output, batch)
         yield
     finally:
         for owner, output in zip(owners, saved):
@@ -343,6 +377,7 @@ def _swapped(model: nn.Module, keep: Tensor) -> Iterator[None]:
 
 
 __all__ = [
+    "BatchCandidates",
     "CandidateProjection",
     "RowCandidates",
     "Shortlist",

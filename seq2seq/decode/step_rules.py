@@ -29,7 +29,7 @@ from seq2seq.decode.penalties import (
     no_repeat_ngram_allowed,
 )
 from seq2seq.decode.searchable import SearchableModel, SearchState
-from seq2seq.decode.shortlist import RowCandidates, sentence_candidates
+from seq2seq.decode.shortlist import BatchCandidates, RowCandidates, sentence_candidates
 from seq2seq.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,12 @@ class StepRules:
     avoid: Avoided | None = None  # phrases no output may contain (seq2seq.decode.constraints)
     candidates: RowCandidates | None = None  # under a shortlist: the tokens each row's sentence may produce
     stop: StopCheck | None = None  # asked at every step (`next_token_scores`): True ends the search
+    columns: Tensor | None = None  # (C,) searching a shortlist's columns: each column's token id
+
+    def model_tokens(self, tokens: Tensor) -> Tensor:
+        """The model's token ids of the search's tokens: the same, unless the search runs over a shortlist's
+        columns (`columns`; then ids, prefixes and avoided phrases are column indices too)."""
+        return tokens if self.columns is None else self.columns[tokens]
 
     def select(self, index: Tensor) -> StepRules:
         """The rules for rows `index` (after beams are reordered or finished sentences dropped)."""
@@ -62,6 +68,7 @@ class StepRules:
             self.avoid,
             None if self.candidates is None else self.candidates.select(index),
             stop=self.stop,
+            columns=self.columns,
         )
 
 
@@ -223,13 +230,13 @@ def build_rules(
     ids: SpecialIds,
     longest_allowed: int | Tensor | None = None,
     avoid: Avoided | None = None,
-    candidates: Tensor | None = None,
+    candidates: BatchCandidates | None = None,
     stop: StopCheck | None = None,
 ) -> StepRules:
     """The length limits and constraints of `options` for B * copies rows (row b * copies + k belongs to
     sentence b), built once per search; no limit exceeds `longest_allowed` (the model's positions: one
-    number, or one per sentence (B,)). `candidates` (B, V) bool: the tokens each sentence may produce
-    (a shortlist's). `stop`: StepRules.stop."""
+    number, or one per sentence (B,)). `candidates`: the tokens each sentence may produce (a shortlist's);
+    compact ones make the search run over their columns (`in_columns`). `stop`: StepRules.stop."""
     forced = prepare_prefix(prefix, src.shape[0], device=src.device, ids=ids)
     prefix_lengths = torch.zeros_like(src[:, 0]) if forced is None else (forced != ids.pad).sum(dim=1)
     limits = max_output_lengths(
@@ -253,9 +260,37 @@ def build_rules(
         max_lens = max_lens.repeat_interleave(copies)
         forced = None if forced is None else forced.repeat_interleave(copies, dim=0)
     first_limit = int(max_lens.min()) if max_lens.numel() else 0
-    if candidates is not None and candidates.shape[0] != src.shape[0]:
-        raise ValueError(f"shortlist candidates for {candidates.shape[0]} sentences, not {src.shape[0]}")
-    rows = None if candidates is None else RowCandidates.of(candidates.to(src.device), copies)
-    return StepRules(
-        options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, ids, avoid, rows, stop
+    rules = StepRules(
+        options.min_len, max_lens, first_limit, forced, options.no_repeat_ngram_size, ids, avoid, None, stop
     )
+    if candidates is None:
+        return rules
+    if candidates.keep.shape[0] != src.shape[0]:
+        raise ValueError(f"shortlist candidates for {candidates.keep.shape[0]} sentences, not {src.shape[0]}")
+    candidates = candidates.to(src.device)
+    rules.candidates = RowCandidates.of(candidates, copies)
+    return in_columns(rules, candidates.columns) if candidates.compact else rules
+
+
+def in_columns(rules: StepRules, columns: Tensor) -> StepRules:
+    """`rules` for a search over the columns of a compact shortlist projection: the special ids, forced
+    prefixes and avoided phrases become column indices, and StepRules.model_tokens maps back.
+
+    The same search over C columns instead of V tokens: every token outside the columns has -inf
+    already, and none of the rules can bring it back. Shapes: columns (C,) sorted token ids."""
+    ids = rules.ids
+    specials = to_columns(torch.tensor([ids.bos, ids.eos, ids.pad], device=columns.device), columns)
+    rules.ids = SpecialIds(*specials.tolist())
+    rules.prefix = None if rules.prefix is None else to_columns(rules.prefix, columns)
+    rules.avoid = None if rules.avoid is None else rules.avoid.in_columns(columns)
+    rules.columns = columns
+    return rules
+
+
+def to_columns(tokens: Tensor, columns: Tensor) -> Tensor:
+    """Each token's column among `columns` (C,) sorted ids; every token must be one of them (a shortlist's
+    candidates hold each sentence's prefix and the special ids). Shapes: tokens (...) -> (...)."""
+    place = torch.searchsorted(columns, tokens.contiguous()).clamp_(max=columns.shape[0] - 1)
+    if not bool((columns[place] == tokens).all()):
+        raise ValueError("a forced or special token is not among the shortlist's candidate columns")
+    return place

@@ -21,7 +21,13 @@ from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
-from seq2seq.decode.shortlist import RowCandidates, Shortlist, build_shortlist, restricted
+from seq2seq.decode.shortlist import (
+    BatchCandidates,
+    RowCandidates,
+    Shortlist,
+    build_shortlist,
+    restricted,
+)
 from seq2seq.errors import UserError
 from seq2seq.inference.engines import TorchEngine
 from seq2seq.inference.translator import Translator
@@ -346,7 +352,9 @@ def test_row_candidates_restrict_as_a_whole_vocabulary_mask_would() -> None:
     vocab, copies = 40, 3
     keep = torch.rand(4, vocab, generator=torch.Generator().manual_seed(0)) < 0.2  # (B, V)
     keep[:, 2] = True  # a token every sentence keeps (eos)
-    rows = RowCandidates.of(keep, copies).select(torch.tensor([0, 0, 2, 5, 9, 10, 11, 11]))
+    rows = RowCandidates.of(BatchCandidates.of(keep), copies).select(
+        torch.tensor([0, 0, 2, 5, 9, 10, 11, 11])
+    )
     logits = torch.randn(8, vocab).masked_fill_(~keep.any(dim=0), float("-inf"))  # (N, V): a projection's
     expected = logits.masked_fill(~keep[torch.tensor([0, 0, 0, 1, 3, 3, 3, 3])], float("-inf"))
     assert torch.equal(rows.restrict_(logits.clone()), expected)
@@ -432,13 +440,17 @@ def test_a_multilingual_models_shortlist_names_its_direction(tmp_path) -> None:
     (tmp_path / "train.es").write_text("".join(t.upper() + "\n" for t in texts), encoding="utf-8")
     settings = [f"checkpoint={checkpoint}", "src_file=train.en", "tgt_file=train.es", "output=sl.pt"]
     refused = run_module("seq2seq.cli.shortlist", *settings, cwd=tmp_path)
-    assert "this model is multilingual: a shortlist serves one direction; pass src_lang=" in error_line(refused)
+    assert "this model is multilingual: a shortlist serves one direction; pass src_lang=" in error_line(
+        refused
+    )
     unknown = run_module("seq2seq.cli.shortlist", *settings, "src_lang=en", "tgt_lang=de", cwd=tmp_path)
     assert "tgt_lang='de' is not a language of this model" in error_line(unknown)
     made = run_module("seq2seq.cli.shortlist", *settings, "src_lang=en", "tgt_lang=es", cwd=tmp_path)
     assert made.returncode == 0, made.stderr[-2000:]
     payload = load_checkpoint(checkpoint)
-    loaded = Shortlist.load(tmp_path / "sl.pt", src_model=payload["tokenizer"]["src"], tgt_model=payload["tokenizer"]["src"])
+    loaded = Shortlist.load(
+        tmp_path / "sl.pt", src_model=payload["tokenizer"]["src"], tgt_model=payload["tokenizer"]["src"]
+    )
     assert loaded.languages == ("en", "es")
     exported = run_module("seq2seq.cli.export", f"checkpoint={checkpoint}",
                           f"output_dir={tmp_path / 'ct2'}", "shortlist=sl.pt", cwd=tmp_path)  # fmt: skip
