@@ -124,18 +124,24 @@ def translate(bin_dir: Path, checkpoint: Path, source: Path, output: Path) -> No
     )
 
 
-def main(argv: list[str] | None = None) -> None:
+def study_arguments(description: str, *, name: str, adapt: str) -> argparse.ArgumentParser:
+    """The options of the studies built on this one's setting (an OT base model, adapted to the NT)."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--base-minutes", type=float, default=12.0, help="training the OT base model")
-    parser.add_argument(
-        "--adapt-minutes", type=float, default=4.0, help="fine-tuning, and training from scratch"
-    )
+    parser.add_argument("--adapt-minutes", type=float, default=4.0, help=adapt)
     parser.add_argument("--nt-train", type=int, default=2000, help="NT training verses")
-    parser.add_argument("--name", default="domain-adaptation", help="runs/<name>/ and the run names' prefix")
+    parser.add_argument("--name", default=name, help="runs/<name>/ and the run names' prefix")
     parser.add_argument(
         "--bin", type=Path, default=ROOT / ".venv" / "bin", help="where the seq2seq commands are"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = study_arguments(
+        __doc__, name="domain-adaptation", adapt="fine-tuning, and training from scratch"
     )
     args = parser.parse_args(argv)
     work = study_directory(args.name, needs="train.ids")

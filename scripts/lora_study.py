@@ -24,7 +24,7 @@ import argparse
 import json
 from pathlib import Path
 
-from domain_adaptation_study import run, split_by_testament, train, translate
+from domain_adaptation_study import run, split_by_testament, study_arguments, train, translate
 from study_support import ROOT, paired_bootstrap, study_directory
 
 ADAPTERS = {
@@ -54,17 +54,7 @@ def run_record(name: str, run_name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--base-minutes", type=float, default=12.0, help="training the OT base model")
-    parser.add_argument("--adapt-minutes", type=float, default=4.0, help="each fine-tuning run")
-    parser.add_argument("--nt-train", type=int, default=2000, help="NT training verses")
-    parser.add_argument("--name", default="lora-study", help="runs/<name>/ and the run names' prefix")
-    parser.add_argument(
-        "--bin", type=Path, default=ROOT / ".venv" / "bin", help="where the seq2seq commands are"
-    )
-    args = parser.parse_args(argv)
+    args = study_arguments(__doc__, name="lora-study", adapt="each fine-tuning run").parse_args(argv)
     work = study_directory(args.name, needs="train.ids")
     data = work / "data"
     split_by_testament(data, args.nt_train)

@@ -217,7 +217,10 @@ RULES: dict[str, list[Rule]] = {
             last=True,
         ),
         not_run(r"seq2seq-translate .* compile=true", COMPILE),
-        Rule(r"(echo .* \| |printf .* \| )?seq2seq-(translate|export|shortlist) .*", as_written),
+        not_run(r"apt-get install -y libtcmalloc-minimal4", INSTALL),
+        Rule(
+            r"(echo .* \| |printf .* \| |LD_PRELOAD=\S+ )?seq2seq-(translate|export|shortlist) .*", as_written
+        ),
         Rule(r"seq2seq-serve .*", serve),
         Rule(r"curl .*", page_curl),
         Rule(r"export SEQ2SEQ_API_KEY=.*", export_variable),
