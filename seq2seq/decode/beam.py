@@ -9,7 +9,8 @@ One step, for B sentences still being decoded (N = B * K rows):
      are done, so long batches stop paying for finished sentences. The best child of each beam
      keeps its parent's row, so most cache rows stay where they are (see KVCache.reorder).
 The host receives one small (B, 3K + 1) tensor per step, plus the finished rows' tokens on steps
-where some hypothesis ends.
+where some hypothesis ends. Under a compact shortlist V is the batch's C candidate columns, and tokens
+are column indices until a hypothesis is recorded (StepRules.model_tokens).
 
 When is a sentence done (`stop_early`)?
   * True (fairseq's rule, the default): once it has K finished hypotheses. Beam size 1 then equals

@@ -94,7 +94,7 @@ class Ensemble(nn.Module):
 
     def decode_step(self, prev_tokens: Tensor, state: EnsembleState) -> tuple[Tensor, EnsembleState]:
         """Mean of the models' next-token log-probabilities, each over the row's shortlist candidates when
-        there are some. Shapes: prev_tokens (N, t) -> (N, V)."""
+        there are some. Shapes: prev_tokens (N, t) -> (N, V), or (N, C) over a compact shortlist's columns."""
         total: Tensor | None = None
         for model, member_state in zip(self.members, state.states):
             logits, _ = model.decode_step(prev_tokens, member_state)  # (N, V)

@@ -62,7 +62,8 @@ class SearchableModel(Protocol):
         ...
 
     def decode_step(self, prev_tokens: Tensor, state: Any) -> tuple[Tensor, Any]:
-        """Scores of the token after `prev_tokens`. Shapes: prev_tokens (N, t) -> (N, V)."""
+        """Scores of the token after `prev_tokens`. Shapes: prev_tokens (N, t) -> (N, V); under a compact
+        shortlist projection (N, C), the batch's candidate columns (seq2seq.decode.shortlist)."""
         ...
 
     def output_room(self, src: Tensor) -> Tensor:

@@ -122,10 +122,10 @@ class Shortlist:
         if self.languages is None:
             return
         if src_lang not in (None, self.languages[0]) or tgt_lang not in (None, self.languages[1]):
-            asked = f"{src_lang or '?'}->{tgt_lang or '?'}"
-            raise UserError(f"shortlist= was learned for {self.languages[0]}->{self.languages[1]}, not {asked}: "
-                            "its candidates are that target language's; learn one per direction "
-                            "(seq2seq-shortlist src_lang= tgt_lang=) and translate each with its own")  # fmt: skip
+            asked, learned = f"{src_lang or '?'}->{tgt_lang or '?'}", "->".join(self.languages)
+            raise UserError(f"shortlist= was learned for {learned}, not {asked}: its candidates are that "
+                            "target language's; learn one per direction (seq2seq-shortlist src_lang= "
+                            "tgt_lang=) and translate each with its own")  # fmt: skip
 
 
 def build_shortlist(
