@@ -14,7 +14,7 @@
 #   seq2seq-translate checkpoint=CHECKPOINT quantization=int8 shortlist=OUT_DIR/shortlist.pt input=...
 #   seq2seq-translate checkpoint=OUT_DIR/ctranslate2-int8 input=...
 # Environment: VENV (.venv) or BIN (its bin/), WEIGHT_FORMAT (int8; float32 for exact checks),
-# PER_SOURCE (10) and FREQUENT (100): seq2seq-shortlist's per_source and frequent; CHECK_SETTINGS:
+# PER_SOURCE and FREQUENT: seq2seq-shortlist's per_source and frequent (default: its own); CHECK_SETTINGS:
 # seq2seq-translate settings for the check, e.g. "decode=greedy" (default: the model's tuned beam search;
 # CTranslate2 divides beam scores by len^length_penalty where ours divides by ((5+len)/6)^length_penalty,
 # so with a tuned penalty the two engines may end a few hypotheses at other lengths).
@@ -27,8 +27,9 @@ fi
 CHECKPOINT=$1 SRC=$2 TGT=$3 OUT=$4 CHECK=${5:-}
 BIN=${BIN:-${VENV:-.venv}/bin}
 WEIGHT_FORMAT=${WEIGHT_FORMAT:-int8}
-PER_SOURCE=${PER_SOURCE:-10}
-FREQUENT=${FREQUENT:-100}
+SIZES=()  # seq2seq-shortlist's own defaults unless PER_SOURCE or FREQUENT is set
+[ -z "${PER_SOURCE:-}" ] || SIZES+=("per_source=$PER_SOURCE")
+[ -z "${FREQUENT:-}" ] || SIZES+=("frequent=$FREQUENT")
 case "$WEIGHT_FORMAT" in
   int8 | int8_float32) QUANTIZATION=int8 ;;
   float32) QUANTIZATION=none ;;
@@ -41,9 +42,9 @@ done
 mkdir -p "$OUT"
 CT2=$OUT/ctranslate2-$WEIGHT_FORMAT
 
-echo "== 1/3 shortlist ($PER_SOURCE candidates per source piece, $FREQUENT frequent pieces) -> $OUT/shortlist.pt"
+echo "== 1/3 shortlist (${SIZES[*]:-default sizes}) -> $OUT/shortlist.pt"
 "$BIN/seq2seq-shortlist" checkpoint="$CHECKPOINT" src_file="$SRC" tgt_file="$TGT" output="$OUT/shortlist.pt" \
-  per_source="$PER_SOURCE" frequent="$FREQUENT"
+  ${SIZES[@]+"${SIZES[@]}"}
 
 echo "== 2/3 CTranslate2 export ($WEIGHT_FORMAT, the shortlist as its vocabulary map) -> $CT2"
 "$BIN/seq2seq-export" checkpoint="$CHECKPOINT" output_dir="$CT2" weight_format="$WEIGHT_FORMAT" \

@@ -17,6 +17,7 @@ from torch import nn
 
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.data.tokenizer import Tokenizer
+from seq2seq.decode.ensemble import Ensemble
 from seq2seq.model import DecoderOnly, Seq2Seq, build_decoder_only, build_model, model_size
 
 TINY = model_size("tiny")  # d_model, n_heads, ffn_dim, encoder_layers, decoder_layers
@@ -47,6 +48,17 @@ def tiny_decoder_only(
     arguments = {**TINY_DECODER_ONLY, "dropout": 0.0, **overrides}
     model = build_decoder_only(src_vocab_size=vocab, tgt_vocab_size=vocab, pad_id=pad_id, **arguments)
     return _sharpened(model, sharpness).eval()
+
+
+def flat_model(kind: str, vocab: int) -> nn.Module:
+    """A random tiny model of `kind` (encoder_decoder, decoder_only or an ensemble of two encoder-decoders)
+    with flat distributions over `vocab` tokens: any change to a row's candidates would change a score."""
+    if kind == "decoder_only":
+        return tiny_decoder_only(vocab, seed=2, max_positions=64)
+    model = tiny_model(vocab, seed=2, max_positions=64)
+    if kind == "ensemble":
+        return Ensemble([model, tiny_model(vocab, seed=3, max_positions=64)]).eval()
+    return model
 
 
 def _sharpened(model: nn.Module, sharpness: float) -> nn.Module:

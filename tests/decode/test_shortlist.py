@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 from commands import error_line, run_module
-from tiny_models import save_tiny_checkpoint, sentences, tiny_decoder_only, tiny_model, tiny_tokenizer
+from tiny_models import flat_model, save_tiny_checkpoint, sentences, tiny_model, tiny_tokenizer
 
 from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.hypotheses import SpecialIds
@@ -227,16 +227,6 @@ def own_candidates_shortlist() -> Shortlist:
                      VOCAB, DIGESTS)  # fmt: skip
 
 
-def flat_model(kind: str) -> torch.nn.Module:
-    """Random tiny models with flat distributions: every candidate of a batch-mate would change a score."""
-    if kind == "decoder_only":
-        return tiny_decoder_only(VOCAB, seed=2, max_positions=64)
-    model = tiny_model(VOCAB, seed=2, max_positions=64)
-    if kind == "ensemble":
-        return Ensemble([model, tiny_model(VOCAB, seed=3, max_positions=64)]).eval()
-    return model
-
-
 SEARCHES = {
     "greedy": SearchOptions(max_len_a=0.0, max_len_b=8),
     "beam": SearchOptions(beam_size=3, nbest=2, max_len_a=0.0, max_len_b=8),
@@ -248,7 +238,7 @@ SEARCHES = {
 @pytest.mark.parametrize("search", ["greedy", "beam", "sampling"])
 def test_a_sentence_never_outputs_a_token_only_its_batch_mates_may(kind, search) -> None:
     """The tokens the model prefers for the first sentence are candidates of the second one only."""
-    model, ids, cpu = flat_model(kind), SpecialIds(bos=2, eos=3, pad=0), torch.device("cpu")
+    model, ids, cpu = flat_model(kind, VOCAB), SpecialIds(bos=2, eos=3, pad=0), torch.device("cpu")
     sources = [[7, 9, 12, 3], [20, 21, 3], [30, 33, 3]]
     options = SearchOptions(sampling=True, nbest=3, seed=1) if search == "sampling" else SEARCHES[search]
     options = options.replace(max_len_a=0.0, max_len_b=8)
@@ -273,7 +263,7 @@ def test_a_sentence_never_outputs_a_token_only_its_batch_mates_may(kind, search)
 @pytest.mark.parametrize("kind", ["single", "ensemble"])
 @pytest.mark.parametrize("search", sorted(SEARCHES))
 def test_a_sentence_gets_the_same_tokens_and_scores_alone_and_among_others(kind, search) -> None:
-    model, shortlist = flat_model(kind), own_candidates_shortlist()
+    model, shortlist = flat_model(kind, VOCAB), own_candidates_shortlist()
     ids, cpu = SpecialIds(bos=2, eos=3, pad=0), torch.device("cpu")
     sources = [[7, 9, 12, 3], [20, 21, 3], [30, 33, 35, 38, 3]]
     constraints = [[[int(shortlist.table[7, 0])]], [], [[6]]] if search == "constrained" else None
@@ -313,7 +303,7 @@ def full_vocabulary_log_probs(model, source: list[int], tokens: list[int]) -> li
 
 @pytest.mark.parametrize("kind", ["single", "ensemble", "decoder_only"])
 def test_confidence_under_a_shortlist_is_the_models_own_full_vocabulary_probability(kind) -> None:
-    model, shortlist = flat_model(kind), own_candidates_shortlist()
+    model, shortlist = flat_model(kind, VOCAB), own_candidates_shortlist()
     ids, cpu = SpecialIds(bos=2, eos=3, pad=0), torch.device("cpu")
     sources = [[7, 9, 12, 3], [20, 21, 3]]
     options = SearchOptions(beam_size=2, nbest=2, max_len_a=0.0, max_len_b=6)

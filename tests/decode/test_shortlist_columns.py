@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tiny_models import tiny_decoder_only, tiny_model
+from tiny_models import flat_model
 
 from seq2seq.decode.constraints import Avoided
-from seq2seq.decode.ensemble import Ensemble
 from seq2seq.decode.hypotheses import SpecialIds
 from seq2seq.decode.options import SearchOptions
 from seq2seq.decode.search import pad_batch, search
@@ -20,15 +19,6 @@ from seq2seq.decode.step_rules import to_columns
 
 VOCAB, IDS = 60, SpecialIds(bos=2, eos=3, pad=0)
 SOURCES = [[7, 9, 12, 3], [20, 21, 3], [30, 33, 35, 38, 3]]
-
-
-def model_of(kind: str) -> torch.nn.Module:
-    if kind == "decoder_only":
-        return tiny_decoder_only(VOCAB, seed=2, max_positions=64)
-    model = tiny_model(VOCAB, seed=2, max_positions=64)
-    if kind == "ensemble":
-        return Ensemble([model, tiny_model(VOCAB, seed=3, max_positions=64)]).eval()
-    return model
 
 
 def sentence_candidates(prefixes: list[list[int]]) -> torch.Tensor:
@@ -53,7 +43,7 @@ CASES = {
 @pytest.mark.parametrize("beam", [1, 3])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_searching_the_candidate_columns_equals_searching_the_whole_vocabulary(kind, beam, case) -> None:
-    model, (settings, prefixes) = model_of(kind), CASES[case]
+    model, (settings, prefixes) = flat_model(kind, VOCAB), CASES[case]
     options = SearchOptions(beam_size=beam, nbest=beam, max_len_a=0.0, max_len_b=8, **settings)
     keep = sentence_candidates(prefixes)
     allowed = [token for token in keep[0].nonzero().squeeze(1).tolist() if token not in (44, 45, 52)]
