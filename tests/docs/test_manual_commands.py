@@ -304,8 +304,15 @@ RULES: dict[str, list[Rule]] = {
     ],
     **{
         f"studies/{name}.md": [not_run(r"python (scripts|benchmarks)/\w+\.py.*", STUDY)]
-        for name in ("alignment-layers", "distillation", "domain-adaptation", "families", "guided-alignment",
-                     "lora", "multilingual")
+        for name in (
+            "alignment-layers",
+            "distillation",
+            "domain-adaptation",
+            "families",
+            "guided-alignment",
+            "lora",
+            "multilingual",
+        )
     },
 }
 
