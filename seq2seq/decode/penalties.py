@@ -77,14 +77,17 @@ def no_repeat_ngram_allowed(tokens: Tensor, n: int, vocab_size: int) -> Tensor:
     return allowed & ~hits[:, :vocab_size]
 
 
-def force_tokens(logprobs: Tensor, forced: Tensor, *, free_id: int) -> Tensor:
+def force_tokens(logprobs: Tensor, forced: Tensor, *, free_id: int, scores: Tensor | None = None) -> Tensor:
     """Rows whose `forced` entry is not `free_id` may only produce that token (forced prefixes).
 
-    The forced token keeps its model log-probability. Shapes: logprobs (N, V), forced (N,) -> (N, V).
+    The forced token gets `scores` (N,), the model's log-probabilities of the forced tokens taken before
+    any rule edited `logprobs` (default: read from `logprobs`). Shapes: logprobs (N, V), forced (N,)
+    -> (N, V).
     """
     is_forced = (forced != free_id)[:, None]  # (N, 1)
     index = forced.clamp(min=0)[:, None]  # (N, 1)
-    only = torch.full_like(logprobs, NEG_INF).scatter(1, index, logprobs.gather(1, index))
+    kept = logprobs.gather(1, index) if scores is None else scores[:, None]  # (N, 1)
+    only = torch.full_like(logprobs, NEG_INF).scatter(1, index, kept)
     return torch.where(is_forced, only, logprobs)
 
 

@@ -139,9 +139,14 @@ def start_search(
 def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
     """Apply every rule to the next-token log-probabilities, in place.
 
-    Shapes: logprobs (N, V); tokens (N, 1 + step) = bos and the output so far -> (N, V).
+    A forced prefix token is written whatever the other rules say (an avoided phrase or a repeated
+    n-gram in the prefix itself), with its model log-probability: the rules bar what the search chooses,
+    and CTranslate2's target_prefix does the same. Shapes: logprobs (N, V); tokens (N, 1 + step) = bos
+    and the output so far -> (N, V).
     """
     step = tokens.shape[1] - 1
+    forced = rules.prefix[:, step] if rules.prefix is not None and step < rules.prefix.shape[1] else None
+    scores = None if forced is None else logprobs.gather(1, forced.clamp(min=0)[:, None]).squeeze(1)  # (N,)
     logprobs[:, rules.ids.pad] = NEG_INF
     if rules.ids.bos != rules.ids.eos:  # M2M100/NLLB start from eos, which must stay possible
         logprobs[:, rules.ids.bos] = NEG_INF
@@ -158,8 +163,8 @@ def constrain_(logprobs: Tensor, tokens: Tensor, rules: StepRules) -> Tensor:
         first_limit=rules.first_limit,
         eos_id=rules.ids.eos,
     )
-    if rules.prefix is not None and step < rules.prefix.shape[1]:
-        logprobs = force_tokens(logprobs, rules.prefix[:, step], free_id=rules.ids.pad)
+    if forced is not None:
+        logprobs = force_tokens(logprobs, forced, free_id=rules.ids.pad, scores=scores)
     return logprobs
 
 

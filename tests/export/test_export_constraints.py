@@ -73,3 +73,16 @@ def test_an_export_without_pytorch_weights_refuses_only_constraints(exported):
     ) as error:
         theirs.translate(TEXTS, constraints=CONSTRAINTS)
     assert "\n" not in str(error.value)
+
+
+def test_a_prefix_holding_an_avoided_phrase_is_written_by_both_engines_alike(exported):
+    """The forced prefix wins over the avoided phrases and no_repeat_ngram_size, which bar what the search
+    chooses after it: CTranslate2's target_prefix and our search give the same greedy translation."""
+    checkpoint, directory, _ = exported
+    texts, prefixes = TEXTS[:2], ["god created", "the night the"]
+    for blocking, avoid in ((0, ["god", "night"]), (1, None)):
+        options = {**OPTIONS, "beam_size": 1, "no_repeat_ngram_size": blocking}
+        ours, other = (Translator.from_checkpoint(m, options=options) for m in (checkpoint, directory))
+        mine, theirs = (t.translate(texts, prefixes=prefixes, avoid=avoid) for t in (ours, other))
+        assert [t.text for t in mine] == [t.text for t in theirs]
+        assert all(t.text.startswith(prefix) and t.score > float("-inf") for t, prefix in zip(mine, prefixes))
